@@ -1,0 +1,65 @@
+// bloomproxy's options: one plain struct with named defaults, loaded from a redis.conf-style
+// file, then the environment, then command-line flags (later sources override earlier ones).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bloomproxy::conf {
+
+inline constexpr int kDefaultPort = 6380;
+inline constexpr const char* kDefaultBind = "127.0.0.1";
+inline constexpr int kDefaultMaxClients = 10000;
+inline constexpr int kDefaultUpstreamConnections = 2;
+inline constexpr int kDefaultPinnedPoolSize = 16;
+inline constexpr int64_t kDefaultProtoMaxBulkLen = 512LL * 1024 * 1024;
+inline constexpr int64_t kDefaultClientQueryBufferLimit = 1024LL * 1024 * 1024;
+inline constexpr int kDefaultConnectTimeoutMs = 2000;
+inline constexpr int kDefaultReconnectMaxMs = 1000;
+inline constexpr int kDefaultShutdownTimeoutMs = 5000;
+
+enum class LogLevel { kDebug, kVerbose, kNotice, kWarning };
+
+// One user a client may AUTH as (directive `user NAME PASSWORD`). `requirepass` is the
+// password of the user "default".
+struct User {
+  std::string name;
+  std::string password;
+};
+
+struct Options {
+  // Listening.
+  std::string bind = kDefaultBind;           // bind ADDR (IPv4 or IPv6 literal)
+  int port = kDefaultPort;                   // port N; 0 = no TCP listener
+  std::string unixsocket;                    // unixsocket PATH; empty = none
+  int unixsocketperm = 0;                    // unixsocketperm 700 (octal); 0 = leave as created
+
+  // Upstream. "HOST:PORT", "[V6]:PORT" or "unix:/path". Empty = none configured (the README's
+  // quick start then starts a local redis-server and passes its address).
+  std::string upstream;
+  std::string upstream_user;      // upstream-user; env BLOOMPROXY_UPSTREAM_USER
+  std::string upstream_password;  // upstream-password; env BLOOMPROXY_UPSTREAM_PASSWORD
+  int upstream_connections = kDefaultUpstreamConnections;  // shared, multiplexed connections
+  int pinned_pool_size = kDefaultPinnedPoolSize;  // idle pinned connections kept for reuse
+  int connect_timeout_ms = kDefaultConnectTimeoutMs;
+  int reconnect_max_ms = kDefaultReconnectMaxMs;  // cap of the reconnect backoff
+
+  // Clients.
+  std::string requirepass;  // requirepass; env BLOOMPROXY_REQUIREPASS
+  std::vector<User> users;  // user NAME PASSWORD (repeatable)
+  int maxclients = kDefaultMaxClients;
+  int timeout = 0;  // seconds a client may idle before it is closed; 0 = never
+  int64_t proto_max_bulk_len = kDefaultProtoMaxBulkLen;
+  int64_t client_query_buffer_limit = kDefaultClientQueryBufferLimit;
+
+  // Process.
+  LogLevel loglevel = LogLevel::kNotice;
+  std::string logfile;  // empty = stderr
+  int shutdown_timeout_ms = kDefaultShutdownTimeoutMs;
+
+  // Where the options came from (for INFO and error messages).
+  std::string config_file;
+};
+
+}  // namespace bloomproxy::conf

@@ -1,0 +1,47 @@
+// Every error reply the proxy writes itself, in one place. Where Redis or RedisBloom has the
+// same situation the text is theirs, verbatim (src/server.c, src/networking.c, src/acl.c).
+// Each constant is a complete RESP2 error line, CRLF included.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace bloomproxy::protocol::errors {
+
+// Authentication (Redis src/server.c shared objects, src/acl.c).
+inline constexpr std::string_view kNoAuth = "-NOAUTH Authentication required.\r\n";
+inline constexpr std::string_view kWrongPass =
+    "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+inline constexpr std::string_view kAuthNoPassword =
+    "-ERR AUTH <password> called without any password configured for the default user. "
+    "Are you sure your configuration is correct?\r\n";
+inline constexpr std::string_view kSyntax = "-ERR syntax error\r\n";
+
+// HELLO.
+inline constexpr std::string_view kNoProto =
+    "-NOPROTO sorry, this protocol version is not supported\r\n";
+inline constexpr std::string_view kBadProtoVersion =
+    "-ERR Protocol version is not an integer or out of range\r\n";
+
+// CLIENT.
+inline constexpr std::string_view kBadClientName =
+    "-ERR Client names cannot contain spaces, newlines or special characters.\r\n";
+
+// Limits.
+inline constexpr std::string_view kMaxClients = "-ERR max number of clients reached\r\n";
+
+// Upstream trouble, for the one request it affects. Redis has no equivalent.
+inline constexpr std::string_view kUpstreamUnavailablePrefix = "-ERR upstream unavailable";
+inline constexpr std::string_view kShuttingDown = "-ERR upstream unavailable (proxy shutting down)\r\n";
+
+// Redis's "wrong number of arguments for '%s' command" with the name lower-cased as given.
+std::string WrongArity(std::string_view command);
+// Redis's "unknown command '%.128s', with args beginning with: 'a' 'b' ".
+std::string UnknownCommand(std::string_view command, const std::string_view* args, size_t nargs);
+// Redis's "unknown subcommand '%.128s'. Try %s HELP."
+std::string UnknownSubcommand(std::string_view command, std::string_view sub);
+// "-ERR upstream unavailable (reason)\r\n".
+std::string UpstreamUnavailable(std::string_view reason);
+
+}  // namespace bloomproxy::protocol::errors

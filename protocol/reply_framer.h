@@ -1,0 +1,41 @@
+// Finds where each upstream reply ends, so the proxy can forward replies as the upstream's own
+// bytes, never re-encoded and never copied into a second buffer.
+//
+// Why not hiredis's reader for this: Debian's hiredis 0.14 refuses replies nested deeper than
+// seven levels, and Redis 7's COMMAND (depth 9) and COMMAND DOCS (depth 13) replies are deeper;
+// it also copies every byte into its own buffer. Framing RESP2 needs no tree at all: a reply is
+// complete when the count of values still owed drops to zero (each array of n adds n). The
+// hiredis reader still decodes the few replies whose content the proxy must read
+// (protocol/reply_decoder.h), and the unit tests check that both agree on framing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bloomproxy::protocol {
+
+enum class FrameStatus {
+  kComplete,  // one reply of *length bytes starts at the input's first byte
+  kNeedMore,  // the reply continues past the input
+  kError,     // not RESP2; error() says why; the connection cannot be trusted any more
+};
+
+class ReplyFramer {
+ public:
+  // Scans the reply that starts at input[0]. Incremental: after kNeedMore, call again with the
+  // same bytes plus more; the bytes already scanned are not scanned again. After kComplete the
+  // framer is ready for the next reply (the caller drops *length bytes).
+  FrameStatus Next(std::string_view input, size_t* length);
+
+  const std::string& error() const { return error_; }
+  void Reset();
+
+ private:
+  size_t pos_ = 0;       // scanned prefix of the current reply
+  int64_t owed_ = 1;     // values still needed to complete the reply
+  std::string error_;
+};
+
+}  // namespace bloomproxy::protocol

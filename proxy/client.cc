@@ -1,0 +1,650 @@
+#include "proxy/client.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "protocol/command_table.h"
+#include "protocol/encoder.h"
+#include "protocol/errors.h"
+#include "proxy/log.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+namespace errors = protocol::errors;
+using protocol::Command;
+using protocol::Route;
+
+namespace {
+
+constexpr size_t kReadChunk = 16 * 1024;
+// A client may have this many commands upstream before the proxy stops reading from it; replies
+// keep flowing meanwhile, so a client that writes a long pipeline before reading cannot
+// deadlock against the proxy.
+constexpr size_t kMaxInFlight = 8192;
+constexpr size_t kResumeInFlight = kMaxInFlight / 2;
+
+
+// Lower-cases `s` into `buf` (size n); returns the view, empty if it does not fit.
+std::string_view Lower(std::string_view s, char* buf, size_t n) {
+  if (s.size() > n) return {};
+  for (size_t i = 0; i < s.size(); ++i) {
+    buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+  }
+  return {buf, s.size()};
+}
+
+// XREAD and XREADGROUP block only with a BLOCK option before STREAMS.
+bool HasBlockOption(const Command& cmd) {
+  for (size_t i = 1; i < cmd.args.size(); ++i) {
+    if (IEquals(cmd.args[i], "streams")) return false;
+    if (IEquals(cmd.args[i], "block")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+Client::Client(Server* server, uint64_t id, bool is_unix)
+    : server_(server), id_(id), is_unix_(is_unix) {
+  protocol::ParserLimits limits;
+  limits.max_bulk_len = server->options().proto_max_bulk_len;
+  parser_ = protocol::RequestParser(limits);
+  if (is_unix) {
+    uv_pipe_init(server->loop(), &sock_.pipe, 0);
+  } else {
+    uv_tcp_init(server->loop(), &sock_.tcp);
+  }
+  sock_.handle.data = this;
+  write_req_.data = this;
+  authenticated_ = !server->auth_required();
+  created_ms_ = last_interaction_ms_ = server->NowMs();
+  shared_slot_ = server->pool().NextSlot();
+}
+
+Client::~Client() {
+  for (Pending* p : replies_) {
+    if (p->in_flight) {
+      p->client = nullptr;
+    } else {
+      delete p;
+    }
+  }
+}
+
+void Client::Start() {
+  sockaddr_storage ss;
+  int len = sizeof(ss);
+  char host[64] = "";
+  auto format = [&](const sockaddr_storage& a) {
+    int port = 0;
+    if (a.ss_family == AF_INET) {
+      auto* in = reinterpret_cast<const sockaddr_in*>(&a);
+      uv_ip4_name(in, host, sizeof(host));
+      port = ntohs(in->sin_port);
+    } else if (a.ss_family == AF_INET6) {
+      auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a);
+      uv_ip6_name(in6, host, sizeof(host));
+      port = ntohs(in6->sin6_port);
+    }
+    return std::string(host) + ":" + std::to_string(port);
+  };
+  if (is_unix_) {
+    addr_ = laddr_ = server_->options().unixsocket + ":0";
+  } else {
+    if (uv_tcp_getpeername(&sock_.tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      addr_ = format(ss);
+    }
+    len = sizeof(ss);
+    if (uv_tcp_getsockname(&sock_.tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      laddr_ = format(ss);
+    }
+    uv_tcp_nodelay(&sock_.tcp, 1);
+  }
+  if (uv_read_start(stream(), OnAlloc, OnRead) == 0) {
+    reading_ = true;
+  } else {
+    Close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading and dispatch
+
+void Client::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
+  auto* self = static_cast<Client*>(h->data);
+  size_t want = kReadChunk;
+  // A big bulk announced by its header is read into one buffer reserved once.
+  const size_t expected = self->parser_.expected_size();
+  if (expected > self->in_.size() + want) want = expected - self->in_.size();
+  char* p = self->in_.Reserve(want);
+  *buf = uv_buf_init(p, static_cast<unsigned>(std::min<size_t>(self->in_.free_space(), 1u << 30)));
+}
+
+void Client::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
+  auto* self = static_cast<Client*>(s->data);
+  if (nread == 0) return;
+  if (nread < 0) {
+    // Like Redis, a client that closes its side is gone: its pending replies are dropped.
+    self->Close();
+    return;
+  }
+  self->in_.Commit(static_cast<size_t>(nread));
+  self->last_interaction_ms_ = self->server_->NowMs();
+  self->ProcessInput();
+}
+
+void Client::ProcessInput() {
+  while (paused_ == 0 && !closing_ && !in_.empty()) {
+    size_t consumed = 0;
+    protocol::ParseStatus st = parser_.Parse(in_.view(), authenticated_, &consumed, &cmd_);
+    if (st == protocol::ParseStatus::kNeedMore) {
+      in_.Consume(consumed);
+      break;
+    }
+    if (st == protocol::ParseStatus::kError) {
+      ReplyProtocolError(parser_.error());
+      return;
+    }
+    Dispatched d = Dispatch(cmd_);
+    if (d == Dispatched::kRetryLater) {
+      // The command is parsed again when the client resumes.
+      parser_.Reset();
+      break;
+    }
+    in_.Consume(consumed);
+    if (d == Dispatched::kStop) break;
+  }
+  if (closing_) return;
+  if (in_.size() > static_cast<size_t>(server_->options().client_query_buffer_limit)) {
+    LOG_WARNING("Closing client that reached max query buffer length: id=%llu addr=%s",
+                static_cast<unsigned long long>(id_), addr_.c_str());
+    Close();
+    return;
+  }
+  if (in_.empty()) in_.ShrinkIfIdle(kReadChunk * 4);
+}
+
+void Client::ReplyProtocolError(const std::string& error) {
+  LOG_VERBOSE("Protocol error (%s) from client: id=%llu addr=%s", error.c_str(),
+              static_cast<unsigned long long>(id_), addr_.c_str());
+  std::string reply;
+  protocol::AppendError(&reply, error);
+  input_closed_ = true;
+  Pause(kPauseClosing);
+  in_.Consume(in_.size());
+  ReplyLocal(reply, /*close_after=*/true);
+}
+
+Client::Dispatched Client::Dispatch(const Command& cmd) {
+  if (cmd.args.empty()) return Dispatched::kDone;
+  ++server_->stats().commands_processed;
+  char name_buf[32];
+  std::string_view name = Lower(cmd.args[0], name_buf, sizeof(name_buf));
+  const protocol::CommandInfo* info = protocol::LookupCommand(cmd.args[0]);
+  last_cmd_.assign(info ? info->name : std::string_view("NULL"));
+  if (in_multi_) ++multi_count_;
+
+  if (name == "quit") {
+    // Redis answers QUIT before anything else, authenticated or not, and closes after it.
+    input_closed_ = true;
+    Pause(kPauseClosing);
+    ReplyLocal("+OK\r\n", /*close_after=*/true);
+    return Dispatched::kStop;
+  }
+  if (info != nullptr && info->route == Route::kCloseClient) {
+    // Redis treats these as an HTTP request sent to a Redis port and closes silently.
+    LOG_WARNING("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or "
+                "Host: commands to bloomproxy. Connection aborted.");
+    Close();
+    return Dispatched::kStop;
+  }
+  if (!authenticated_) {
+    // Redis checks existence and arity before authentication (src/server.c processCommand).
+    if (info == nullptr) {
+      ReplyLocal(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
+      return Dispatched::kDone;
+    }
+    if (!protocol::ArityOk(*info, cmd.args.size())) {
+      ReplyLocal(errors::WrongArity(cmd.args[0]));
+      return Dispatched::kDone;
+    }
+    if ((info->flags & protocol::kFlagNoAuth) == 0) {
+      ReplyLocal(errors::kNoAuth);
+      return Dispatched::kDone;
+    }
+  }
+  if (name == "reset") return HandleReset();
+
+  // Inside a transaction, in pub/sub mode and while monitoring, the upstream decides what a
+  // command means (queued, rejected, allowed), so everything goes to the pinned connection.
+  if (pinned_ != nullptr && (in_multi_ || in_pubsub() || subscribing_ > 0 || monitor_)) {
+    if (in_multi_ && info != nullptr && info->route == Route::kLocal && name != "ping" &&
+        name != "echo") {
+      // AUTH, CLIENT SETNAME, HELLO queued in a transaction change the upstream connection.
+      pinned_->mark_dirty();
+    }
+  } else if (info != nullptr && info->route == Route::kLocal) {
+    if (pinned_ != nullptr && (name == "ping" || name == "echo")) {
+      // Forwarding keeps them in order with the pinned connection's replies.
+    } else {
+      if (!protocol::ArityOk(*info, cmd.args.size())) {
+        ReplyLocal(errors::WrongArity(cmd.args[0]));
+        return Dispatched::kDone;
+      }
+      Dispatched d = HandleLocal(cmd, name);
+      if (d != Dispatched::kForward) return d;
+    }
+  }
+
+  // Commands that start, end or depend on connection state.
+  Hook hook = Hook::kNone;
+  int64_t arg = 0;
+  bool pin = false;
+  int32_t frames = 1;
+  uint8_t sub_kind = 0;
+  const Route route = info ? info->route : Route::kForward;
+  if (route == Route::kPin || route == Route::kUnpin || route == Route::kBlocking) {
+    if (name == "multi") {
+      pin = true;
+    } else if (name == "watch") {
+      pin = true;
+      hook = Hook::kWatch;
+      arg = watching_;
+    } else if (name == "unwatch") {
+      hook = Hook::kUnwatch;
+    } else if (name == "select") {
+      int64_t db = 0;
+      if (cmd.args.size() == 2 && protocol::StringToInt64(cmd.args[1], &db)) {
+        if (db == 0 && pinned_ == nullptr) {
+          ReplyLocal("+OK\r\n");
+          return Dispatched::kDone;
+        }
+        pin = db != 0;
+        hook = Hook::kSelect;
+        arg = db;
+      }
+    } else if (name == "monitor") {
+      pin = true;
+      hook = Hook::kMonitor;
+    } else if (name == "subscribe" || name == "psubscribe" || name == "ssubscribe" ||
+               name == "unsubscribe" || name == "punsubscribe" || name == "sunsubscribe") {
+      const bool subscribe = name.find("unsub") == std::string_view::npos;
+      sub_kind = name[0] == 'p' ? 1 : (name[0] == 's' && name[1] != 'u' ? 2 : 0);
+      if (name == "sunsubscribe") sub_kind = 2;
+      hook = Hook::kSubscribe;
+      frames = cmd.args.size() > 1 ? static_cast<int32_t>(cmd.args.size() - 1) : -1;
+      pin = subscribe;
+    } else if (route == Route::kBlocking) {
+      pin = in_multi_ ? false : ((name != "xread" && name != "xreadgroup") || HasBlockOption(cmd));
+    }
+  } else if (name == "client" && cmd.args.size() > 1 &&
+             (IEquals(cmd.args[1], "tracking") || IEquals(cmd.args[1], "caching"))) {
+    // CLIENT TRACKING and CACHING belong to the connection that ran them.
+    pin = true;
+    if (IEquals(cmd.args[1], "tracking") && cmd.args.size() > 2) {
+      hook = Hook::kTracking;
+      arg = IEquals(cmd.args[2], "on") ? 1 : 0;
+    }
+  } else if (name == "info" && InfoWantsProxySection(cmd)) {
+    hook = Hook::kInfo;
+  }
+
+  UpstreamConn* target = pinned_;
+  if (target == nullptr && pin) {
+    if (inflight_ > 0) {
+      Pause(kPauseBarrier);
+      return Dispatched::kRetryLater;
+    }
+    pinned_ = server_->pool().AcquirePinned(this);
+    target = pinned_;
+  }
+  if (target == nullptr) {
+    target = server_->pool().Shared(&shared_slot_);
+    if (target == nullptr) {
+      ReplyLocal(errors::UpstreamUnavailable(server_->upstream_address().text + ": " +
+                                             server_->pool().unavailable_reason()));
+      return Dispatched::kDone;
+    }
+  }
+  if (inflight_ > 0 && inflight_conn_ != target) {
+    // Commands of one client execute in order: the new connection waits for the old one.
+    Pause(kPauseBarrier);
+    return Dispatched::kRetryLater;
+  }
+
+  // Dispatch-time state: later commands of the same pipeline are routed by it.
+  if (name == "multi") {
+    in_multi_ = true;
+    multi_count_ = 0;
+  } else if ((name == "exec" || name == "discard") && in_multi_) {
+    in_multi_ = false;
+    watching_ = false;
+  } else if (name == "watch" && !in_multi_) {
+    watching_ = true;
+  } else if (name == "unwatch" && !in_multi_) {
+    watching_ = false;
+  } else if (hook == Hook::kSubscribe && pin) {
+    ++subscribing_;
+  }
+
+  Pending* p = NewSlot();
+  p->hook = hook;
+  p->arg = arg;
+  p->frames_left = frames;
+  p->sub_kind = sub_kind;
+  p->subscribe = hook == Hook::kSubscribe && pin;
+  replies_.push_back(p);
+  ++inflight_;
+  inflight_conn_ = target;
+  if (!cmd.raw.empty()) {
+    target->Send(cmd.raw, p);
+  } else {
+    std::string& scratch = server_->scratch();
+    scratch.clear();
+    protocol::AppendCommand(&scratch, cmd.args);
+    target->Send(scratch, p);
+  }
+  if (inflight_ >= kMaxInFlight) {
+    Pause(kPauseBackpressure);
+    return Dispatched::kStop;
+  }
+  return Dispatched::kDone;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replies
+
+Pending* Client::NewSlot() {
+  auto* p = new Pending;
+  p->client = this;
+  if (reply_skip_) {
+    p->suppress = true;
+    reply_skip_ = false;
+  } else if (reply_off_) {
+    p->suppress = true;
+  }
+  return p;
+}
+
+void Client::Append(std::string_view bytes) {
+  out_.pending().append(bytes);
+  MarkDirty();
+}
+
+void Client::ReplyLocal(std::string_view bytes, bool close_after) {
+  if (replies_.empty() && !close_after && !reply_off_ && !reply_skip_) {
+    // Nothing ahead of it: straight to the output, no slot needed.
+    Append(bytes);
+    return;
+  }
+  Pending* p = NewSlot();
+  p->data.assign(bytes);
+  p->done = true;
+  p->close_after = close_after;
+  replies_.push_back(p);
+  DeliverHead();
+}
+
+void Client::DeliverHead() {
+  while (!replies_.empty()) {
+    Pending* head = replies_.front();
+    if (!head->data.empty()) {
+      if (!head->suppress) Append(head->data);
+      head->data.clear();
+    }
+    if (!head->done) break;
+    replies_.pop_front();
+    if (head->close_after) {
+      close_when_drained_ = true;
+      MarkDirty();
+    }
+    delete head;
+  }
+}
+
+bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view frame) {
+  const bool is_error = !frame.empty() && frame[0] == '-';
+  if (slot->hook != Hook::kNone && slot->client != nullptr) ApplyHook(slot, frame);
+  if (!slot->suppress) {
+    if (slot->hook == Hook::kInfo && !is_error && !frame.empty() && frame[0] == '$') {
+      // The upstream's INFO text plus this proxy's own section, as one bulk.
+      protocol::ReplyPtr r = server_->decoder().Decode(frame);
+      std::string body = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+      body += "\r\n";
+      body += server_->ProxySection();
+      std::string bulk;
+      protocol::AppendBulk(&bulk, body);
+      slot->data.append(bulk);
+    } else if (!replies_.empty() && replies_.front() == slot) {
+      Append(frame);
+    } else {
+      slot->data.append(frame);
+    }
+  }
+  if (slot->frames_left < 0) slot->frames_left = 1;
+  if (!is_error && --slot->frames_left > 0) return false;
+
+  slot->in_flight = false;
+  slot->done = true;
+  if (slot->subscribe && subscribing_ > 0) --subscribing_;
+  if (inflight_ > 0) --inflight_;
+  DeliverHead();
+  if (inflight_ == 0) {
+    MaybeReleasePin();
+    if (paused_ & kPauseBarrier) Resume(kPauseBarrier);
+  }
+  if ((paused_ & kPauseBackpressure) && inflight_ <= kResumeInFlight) Resume(kPauseBackpressure);
+  (void)conn;
+  return true;
+}
+
+void Client::ApplyHook(Pending* slot, std::string_view frame) {
+  const bool ok = frame == "+OK\r\n";
+  switch (slot->hook) {
+    case Hook::kSelect:
+      if (ok) db_ = slot->arg;
+      break;
+    case Hook::kWatch:
+      if (!ok && slot->arg == 0 && !in_multi_) watching_ = false;
+      break;
+    case Hook::kMonitor:
+      if (ok) monitor_ = true;
+      break;
+    case Hook::kTracking:
+      if (ok) tracking_ = slot->arg != 0;
+      break;
+    case Hook::kSubscribe:
+      ApplySubscriptionFrame(slot, frame);
+      break;
+    default:
+      break;
+  }
+}
+
+void Client::ApplySubscriptionFrame(Pending* slot, std::string_view frame) {
+  if (frame.empty() || frame[0] != '*') return;
+  protocol::ReplyPtr r = server_->decoder().Decode(frame);
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+      r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_INTEGER) {
+    return;
+  }
+  std::string_view kind = protocol::ReplyString(r->element[0]);
+  const int64_t count = r->element[2]->integer;
+  if (slot->frames_left == -1) {
+    // UNSUBSCRIBE without arguments answers once per subscription of its kind that the
+    // connection had when it ran (at least once); frames arrive in execution order, so the
+    // counts known now are the counts it saw.
+    const int64_t had = slot->sub_kind == 1 ? patterns_ : (slot->sub_kind == 2 ? shard_channels_ : channels_);
+    slot->frames_left = static_cast<int32_t>(std::max<int64_t>(1, had));
+  }
+  if (kind == "subscribe" || kind == "unsubscribe") {
+    channels_ = std::max<int64_t>(0, count - patterns_);
+  } else if (kind == "psubscribe" || kind == "punsubscribe") {
+    patterns_ = std::max<int64_t>(0, count - channels_);
+  } else if (kind == "ssubscribe" || kind == "sunsubscribe") {
+    shard_channels_ = count;
+  }
+}
+
+bool Client::OnPush(UpstreamConn* conn, std::string_view frame) {
+  if (conn != pinned_) return false;
+  bool push = false;
+  if (monitor_ && frame.size() > 1 && frame[0] == '+' &&
+      std::isdigit(static_cast<unsigned char>(frame[1]))) {
+    push = true;
+  } else if (in_pubsub() && (StartsWith(frame, "*3\r\n$7\r\nmessage\r\n") ||
+                             StartsWith(frame, "*4\r\n$8\r\npmessage\r\n") ||
+                             StartsWith(frame, "*3\r\n$8\r\nsmessage\r\n"))) {
+    push = true;
+  }
+  if (!push) return false;
+  // Every earlier reply of this connection has been delivered (the head of replies_ is waiting
+  // for this connection), so writing the message now keeps Redis's order.
+  if (!reply_off_) Append(frame);
+  return true;
+}
+
+void Client::OnPinLost() {
+  const bool had_state = NeedsPin();
+  pinned_ = nullptr;
+  in_multi_ = watching_ = monitor_ = tracking_ = false;
+  db_ = channels_ = patterns_ = shard_channels_ = 0;
+  subscribing_ = 0;
+  if (had_state) {
+    // The state lived in the lost connection (a transaction, subscriptions, a db). Like a
+    // server going away, the client is closed once it has the error replies, so it reconnects
+    // and rebuilds its state instead of running on without it.
+    CloseWhenDrained();
+  }
+}
+
+bool Client::NeedsPin() const {
+  return in_multi_ || watching_ || monitor_ || tracking_ || db_ != 0 || in_pubsub() ||
+         subscribing_ > 0;
+}
+
+void Client::MaybeReleasePin() {
+  if (pinned_ == nullptr || inflight_ > 0 || NeedsPin()) return;
+  UpstreamConn* conn = pinned_;
+  pinned_ = nullptr;
+  server_->pool().ReleasePinned(conn);
+}
+
+void Client::DropPin() {
+  if (pinned_ == nullptr) return;
+  UpstreamConn* conn = pinned_;
+  pinned_ = nullptr;
+  if (NeedsPin() || conn->in_flight() > 0) conn->mark_dirty();
+  in_multi_ = watching_ = monitor_ = tracking_ = false;
+  db_ = channels_ = patterns_ = shard_channels_ = 0;
+  subscribing_ = 0;
+  server_->pool().ReleasePinned(conn);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing and closing
+
+void Client::MarkDirty() {
+  if (!flush_queued_ && !closing_) {
+    flush_queued_ = true;
+    server_->QueueFlush(this);
+  }
+}
+
+void Client::Flush() {
+  flush_queued_ = false;
+  if (closing_) return;
+  int rc = out_.Flush(stream(), &write_req_, OnWrite);
+  if (rc != 0) {
+    Close();
+    return;
+  }
+  if (close_when_drained_ && replies_.empty() && out_.empty()) Close();
+}
+
+void Client::OnWrite(uv_write_t* req, int status) {
+  auto* self = static_cast<Client*>(req->data);
+  self->out_.OnWriteDone();
+  if (status != 0) {
+    if (status != UV_ECANCELED) self->Close();
+    return;
+  }
+  self->last_interaction_ms_ = self->server_->NowMs();
+  self->Flush();
+}
+
+void Client::Pause(uint8_t reason) {
+  paused_ |= reason;
+  if (reading_) {
+    uv_read_stop(stream());
+    reading_ = false;
+  }
+}
+
+void Client::Resume(uint8_t reason) {
+  paused_ &= static_cast<uint8_t>(~reason);
+  if (paused_ != 0 || closing_) return;
+  ProcessInput();
+  if (paused_ == 0 && !closing_ && !reading_) {
+    if (uv_read_start(stream(), OnAlloc, OnRead) == 0) reading_ = true;
+  }
+}
+
+void Client::CloseWhenDrained() {
+  input_closed_ = true;
+  Pause(kPauseClosing);
+  close_when_drained_ = true;
+  MarkDirty();
+}
+
+bool Client::ExemptFromTimeout() const {
+  // As Redis: pub/sub clients, monitors and clients blocked in a command are not timed out.
+  return in_pubsub() || monitor_ || (pinned_ != nullptr && inflight_ > 0);
+}
+
+void Client::Close() {
+  if (closing_) return;
+  closing_ = true;
+  for (Pending* p : replies_) {
+    if (p->in_flight) {
+      p->client = nullptr;  // the connection frees it when the reply comes
+    } else {
+      delete p;
+    }
+  }
+  replies_.clear();
+  inflight_ = 0;
+  DropPin();
+  if (reading_) uv_read_stop(stream());
+  reading_ = false;
+  uv_close(handle(), OnClose);
+}
+
+void Client::OnClose(uv_handle_t* h) {
+  auto* self = static_cast<Client*>(h->data);
+  self->server_->OnClientClosed(self);
+}
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,207 @@
+// One client connection: reads commands, answers the ones that describe the connection itself,
+// forwards the rest, and writes the replies back in the order the commands arrived.
+//
+//   socket ─► Buffer ─► RequestParser ─► Dispatch ─┬─ local reply ───────────────┐
+//                                                  └─ UpstreamConn::Send ─ reply ┤
+//   socket ◄─ Output ◄──── flush from the head while complete ◄─ replies_ (FIFO) ┘
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+
+#include "protocol/request_parser.h"
+#include "proxy/buffer.h"
+#include "proxy/output.h"
+
+namespace bloomproxy::proxy {
+
+class Client;
+class Server;
+class UpstreamConn;
+
+// What the client must learn from a reply besides forwarding it.
+enum class Hook : uint8_t {
+  kNone,
+  kInfo,         // append the "# Proxy" section to the upstream's INFO
+  kSelect,       // +OK: the connection's db is now `arg`
+  kMulti,        // +OK: in a transaction
+  kExec,         // EXEC/DISCARD: the transaction and the watches are over
+  kWatch,        // +OK: watching keys
+  kUnwatch,      // +OK: no longer watching
+  kSubscribe,    // (p|s)(un)subscribe: each frame carries the new subscription count
+  kMonitor,      // +OK: every later "+<timestamp> ..." frame is monitor output
+  kTracking,     // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
+  kAuthUpstream, // internal: the proxy's own AUTH on a new upstream connection
+  kServerInfo,   // internal: INFO server/replication, to learn version, mode and role
+};
+
+// A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
+// connection's FIFO too. When the client leaves first, `client` is cleared and the connection
+// frees the slot when the reply arrives (the reply is dropped, the connection kept).
+struct Pending {
+  Client* client = nullptr;
+  std::string data;             // reply bytes gathered before the slot reached the head
+  int32_t frames_left = 1;      // replies still owed; -1 = one per subscription (UNSUBSCRIBE)
+  int64_t arg = 0;              // hook argument
+  Hook hook = Hook::kNone;
+  bool in_flight = false;       // the command is upstream
+  bool done = false;            // all replies are in `data`
+  bool close_after = false;     // close the connection once this reply is written
+  bool suppress = false;        // CLIENT REPLY OFF/SKIP: the reply is not written
+  uint8_t sub_kind = 0;         // kSubscribe: 0 channel, 1 pattern, 2 shard
+  bool subscribe = false;       // a (P|S)SUBSCRIBE: the client enters pub/sub mode
+};
+
+// Case-insensitive ASCII comparison.
+bool IEquals(std::string_view a, std::string_view b);
+
+class Client {
+ public:
+  // Takes an accepted stream handle (`handle` was initialised on the server's loop).
+  Client(Server* server, uint64_t id, bool is_unix);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  uv_stream_t* stream() { return &sock_.stream; }
+  uv_handle_t* handle() { return &sock_.handle; }
+  bool is_unix() const { return is_unix_; }
+
+  // Starts reading after a successful accept.
+  void Start();
+
+  // Closes the connection now (pending replies are dropped).
+  void Close();
+  // Stops reading and closes once every pending reply is written (shutdown, QUIT).
+  void CloseWhenDrained();
+  bool closing() const { return closing_; }
+
+  // An upstream reply frame for `slot` (the head of `conn`'s FIFO). Returns true when the slot
+  // is complete and must be popped from the connection's FIFO.
+  bool OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view frame);
+  // A frame nobody asked for: pub/sub messages and MONITOR output on the pinned connection.
+  // Returns false if `frame` is not one (then it is a reply).
+  bool OnPush(UpstreamConn* conn, std::string_view frame);
+  // The pinned connection died; the connection state it held is gone.
+  void OnPinLost();
+
+  // Writes what is queued (called once per loop turn by the server).
+  void Flush();
+
+  // For CLIENT LIST / INFO and the idle timeout.
+  uint64_t id() const { return id_; }
+  uint64_t last_interaction_ms() const { return last_interaction_ms_; }
+  bool ExemptFromTimeout() const;
+  bool has_pending() const { return !replies_.empty() || !out_.empty(); }
+  std::string InfoLine() const;
+  bool in_pubsub() const { return channels_ + patterns_ + shard_channels_ > 0; }
+
+ private:
+  static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
+  static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  static void OnWrite(uv_write_t* req, int status);
+  static void OnClose(uv_handle_t* h);
+
+  // Why reading is paused (bits of paused_).
+  static constexpr uint8_t kPauseBarrier = 1;       // replies awaited before switching connection
+  static constexpr uint8_t kPauseBackpressure = 2;  // too many commands upstream
+  static constexpr uint8_t kPauseClosing = 4;       // QUIT, protocol error or shutdown
+
+  enum class Dispatched {
+    kDone,        // handled (forwarded or answered)
+    kRetryLater,  // paused: parse the same command again on resume
+    kStop,        // handled, and read no further commands now
+    kForward,     // (local handlers) not for the proxy to answer: forward it
+  };
+
+  void ProcessInput();
+  Dispatched Dispatch(const protocol::Command& cmd);
+  Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
+  Dispatched HandleClient(const protocol::Command& cmd);
+  Dispatched HandleHello(const protocol::Command& cmd);
+  Dispatched HandleAuth(const protocol::Command& cmd);
+  Dispatched HandleInfo(const protocol::Command& cmd);
+  Dispatched HandleReset();
+  void ReplyProtocolError(const std::string& error);
+  static bool InfoWantsProxySection(const protocol::Command& cmd);
+  bool CheckUser(std::string_view user, std::string_view password) const;
+
+  // Reply slots.
+  Pending* NewSlot();
+  void ReplyLocal(std::string_view bytes, bool close_after = false);
+  void CompleteSlot(Pending* slot);
+  void DeliverHead();
+  void Append(std::string_view bytes);
+
+  // Pinning.
+  bool NeedsPin() const;
+  void MaybeReleasePin();
+  void DropPin();
+  void ApplyHook(Pending* slot, std::string_view frame);
+  void ApplySubscriptionFrame(Pending* slot, std::string_view frame);
+
+  void MarkDirty();
+  void Pause(uint8_t reason);
+  void Resume(uint8_t reason);
+
+  Server* server_;
+  const uint64_t id_;
+  const bool is_unix_;
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+    uv_handle_t handle;
+    uv_stream_t stream;
+  } sock_;
+  uv_write_t write_req_;
+
+  Buffer in_;
+  Output out_;
+  protocol::RequestParser parser_;
+  protocol::Command cmd_;
+  std::deque<Pending*> replies_;
+
+  // Upstream routing.
+  size_t shared_slot_ = 0;
+  UpstreamConn* pinned_ = nullptr;
+  UpstreamConn* inflight_conn_ = nullptr;  // where this client's in-flight commands are
+  size_t inflight_ = 0;
+
+  // Connection state, as the proxy tracks it. Dispatch-time flags route commands; reply-time
+  // ones decide when a pinned connection is clean again.
+  bool in_multi_ = false;     // MULTI sent, EXEC/DISCARD not yet
+  int64_t multi_count_ = 0;   // commands queued since MULTI (CLIENT LIST's multi=)
+  int subscribing_ = 0;       // (P|S)SUBSCRIBE commands upstream
+  bool watching_ = false;     // WATCH sent, not yet ended by EXEC/DISCARD/UNWATCH
+  bool monitor_ = false;
+  bool tracking_ = false;
+  int64_t db_ = 0;            // confirmed by the upstream
+  int64_t channels_ = 0, patterns_ = 0, shard_channels_ = 0;
+  bool reply_off_ = false;    // CLIENT REPLY OFF
+  bool reply_skip_ = false;   // CLIENT REPLY SKIP: the next command's reply is dropped
+
+  // Identity.
+  bool authenticated_ = false;
+  std::string user_ = "default";
+  std::string name_;
+  std::string lib_name_, lib_ver_;
+  std::string last_cmd_ = "NULL";
+  std::string addr_, laddr_;
+  uint64_t created_ms_ = 0;
+  uint64_t last_interaction_ms_ = 0;
+
+  uint8_t paused_ = 0;      // kPause* bits
+  bool reading_ = false;
+  bool closing_ = false;
+  bool close_when_drained_ = false;
+  bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
+  bool flush_queued_ = false;
+
+  friend class Server;
+};
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,358 @@
+// The commands the proxy answers itself: they describe the client's own connection (HELLO,
+// AUTH, CLIENT, SELECT 0, RESET) or the proxy (INFO's "# Proxy" section), so they must not reach
+// a shared upstream connection. Replies follow Redis 7's byte for byte.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "protocol/encoder.h"
+#include "protocol/errors.h"
+#include "proxy/client.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+namespace errors = protocol::errors;
+using protocol::Command;
+
+namespace {
+
+// Client names and library attributes must be printable without spaces, so CLIENT LIST stays
+// splittable on spaces (Redis validateClientAttr).
+bool ValidClientAttr(std::string_view s) {
+  for (char c : s) {
+    if (c < '!' || c > '~') return false;
+  }
+  return true;
+}
+
+std::string Bulk(std::string_view s) {
+  std::string out;
+  protocol::AppendBulk(&out, s);
+  return out;
+}
+
+std::string Integer(int64_t v) {
+  std::string out;
+  protocol::AppendInteger(&out, v);
+  return out;
+}
+
+std::string Error(std::string_view text) {
+  std::string out;
+  protocol::AppendError(&out, text);
+  return out;
+}
+
+}  // namespace
+
+Client::Dispatched Client::HandleLocal(const Command& cmd, std::string_view name) {
+  if (name == "ping") {
+    ReplyLocal(cmd.args.size() == 2 ? Bulk(cmd.args[1]) : std::string("+PONG\r\n"));
+    return Dispatched::kDone;
+  }
+  if (name == "echo") {
+    ReplyLocal(Bulk(cmd.args[1]));
+    return Dispatched::kDone;
+  }
+  if (name == "hello") return HandleHello(cmd);
+  if (name == "auth") return HandleAuth(cmd);
+  if (name == "client") return HandleClient(cmd);
+  if (name == "info") return HandleInfo(cmd);
+  return Dispatched::kForward;
+}
+
+bool Client::CheckUser(std::string_view user, std::string_view password) const {
+  const conf::Options& o = server_->options();
+  if (user == "default") {
+    // Without requirepass the default user has "nopass": any password is accepted.
+    return o.requirepass.empty() || password == o.requirepass;
+  }
+  for (const conf::User& u : o.users) {
+    if (u.name == user && u.password == password) return true;
+  }
+  return false;
+}
+
+Client::Dispatched Client::HandleAuth(const Command& cmd) {
+  // Redis src/acl.c authCommand.
+  if (cmd.args.size() > 3) {
+    ReplyLocal(errors::kSyntax);
+    return Dispatched::kDone;
+  }
+  std::string_view user = "default";
+  std::string_view password = cmd.args[1];
+  if (cmd.args.size() == 2) {
+    if (server_->options().requirepass.empty()) {
+      ReplyLocal(errors::kAuthNoPassword);
+      return Dispatched::kDone;
+    }
+  } else {
+    user = cmd.args[1];
+    password = cmd.args[2];
+  }
+  if (!CheckUser(user, password)) {
+    ReplyLocal(errors::kWrongPass);
+    return Dispatched::kDone;
+  }
+  authenticated_ = true;
+  user_.assign(user);
+  ReplyLocal("+OK\r\n");
+  return Dispatched::kDone;
+}
+
+Client::Dispatched Client::HandleHello(const Command& cmd) {
+  // Redis src/networking.c helloCommand, for RESP2. RESP3 comes later.
+  size_t next = 1;
+  if (cmd.args.size() >= 2) {
+    int64_t ver = 0;
+    if (!protocol::StringToInt64(cmd.args[1], &ver)) {
+      ReplyLocal(errors::kBadProtoVersion);
+      return Dispatched::kDone;
+    }
+    if (ver != 2) {
+      ReplyLocal(errors::kNoProto);
+      return Dispatched::kDone;
+    }
+    next = 2;
+  }
+  std::string_view user, password, setname;
+  bool have_auth = false, have_name = false;
+  for (size_t j = next; j < cmd.args.size(); ++j) {
+    const size_t more = cmd.args.size() - 1 - j;
+    if (IEquals(cmd.args[j], "auth") && more >= 2) {
+      user = cmd.args[j + 1];
+      password = cmd.args[j + 2];
+      have_auth = true;
+      j += 2;
+    } else if (IEquals(cmd.args[j], "setname") && more >= 1) {
+      setname = cmd.args[j + 1];
+      have_name = true;
+      j += 1;
+    } else {
+      ReplyLocal(Error("ERR Syntax error in HELLO option '" + std::string(cmd.args[j]) + "'"));
+      return Dispatched::kDone;
+    }
+  }
+  if (have_auth) {
+    if (!CheckUser(user, password)) {
+      ReplyLocal(errors::kWrongPass);
+      return Dispatched::kDone;
+    }
+    authenticated_ = true;
+    user_.assign(user);
+  }
+  if (!authenticated_) {
+    ReplyLocal(Error(
+        "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+        "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+        "select the RESP protocol version at the same time"));
+    return Dispatched::kDone;
+  }
+  if (have_name) {
+    if (!ValidClientAttr(setname)) {
+      ReplyLocal(errors::kBadClientName);
+      return Dispatched::kDone;
+    }
+    name_.assign(setname);
+  }
+  const UpstreamInfo& up = server_->upstream_info();
+  std::string r;
+  protocol::AppendArrayHeader(&r, 14);
+  protocol::AppendBulk(&r, "server");
+  protocol::AppendBulk(&r, "redis");
+  protocol::AppendBulk(&r, "version");
+  protocol::AppendBulk(&r, up.version);
+  protocol::AppendBulk(&r, "proto");
+  protocol::AppendInteger(&r, 2);
+  protocol::AppendBulk(&r, "id");
+  protocol::AppendInteger(&r, static_cast<int64_t>(id_));
+  protocol::AppendBulk(&r, "mode");
+  protocol::AppendBulk(&r, up.mode);
+  protocol::AppendBulk(&r, "role");
+  protocol::AppendBulk(&r, up.role);
+  protocol::AppendBulk(&r, "modules");
+  protocol::AppendArrayHeader(&r, 0);
+  ReplyLocal(r);
+  return Dispatched::kDone;
+}
+
+Client::Dispatched Client::HandleClient(const Command& cmd) {
+  std::string_view sub = cmd.args[1];
+  const size_t argc = cmd.args.size();
+  if (IEquals(sub, "id") && argc == 2) {
+    ReplyLocal(Integer(static_cast<int64_t>(id_)));
+  } else if (IEquals(sub, "getname") && argc == 2) {
+    if (name_.empty()) {
+      ReplyLocal("$-1\r\n");
+    } else {
+      ReplyLocal(Bulk(name_));
+    }
+  } else if (IEquals(sub, "setname") && argc == 3) {
+    if (!ValidClientAttr(cmd.args[2])) {
+      ReplyLocal(errors::kBadClientName);
+    } else {
+      name_.assign(cmd.args[2]);
+      ReplyLocal("+OK\r\n");
+    }
+  } else if (IEquals(sub, "setinfo") && argc == 4) {
+    std::string_view attr = cmd.args[2];
+    std::string* dest = IEquals(attr, "lib-name") ? &lib_name_
+                        : IEquals(attr, "lib-ver") ? &lib_ver_
+                                                   : nullptr;
+    if (dest == nullptr) {
+      ReplyLocal(Error("ERR Unrecognized option '" + std::string(attr) + "'"));
+    } else if (!ValidClientAttr(cmd.args[3])) {
+      ReplyLocal(Error("ERR " + std::string(attr) +
+                       " cannot contain spaces, newlines or special characters."));
+    } else {
+      dest->assign(cmd.args[3]);
+      ReplyLocal("+OK\r\n");
+    }
+  } else if (IEquals(sub, "info") && argc == 2) {
+    ReplyLocal(Bulk(InfoLine() + "\n"));
+  } else if (IEquals(sub, "list")) {
+    // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]
+    std::string type;
+    std::vector<uint64_t> ids;
+    for (size_t j = 2; j < argc; ++j) {
+      if (IEquals(cmd.args[j], "type") && j + 1 < argc) {
+        std::string_view t = cmd.args[++j];
+        if (IEquals(t, "normal") || IEquals(t, "pubsub") || IEquals(t, "master") ||
+            IEquals(t, "replica") || IEquals(t, "slave")) {
+          type.assign(t);
+          for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        } else {
+          ReplyLocal(Error("ERR Unknown client type '" + std::string(t) + "'"));
+          return Dispatched::kDone;
+        }
+      } else if (IEquals(cmd.args[j], "id") && j + 1 < argc) {
+        for (++j; j < argc; ++j) {
+          int64_t id = 0;
+          if (!protocol::StringToInt64(cmd.args[j], &id) || id <= 0) {
+            ReplyLocal(Error("ERR Invalid client ID"));
+            return Dispatched::kDone;
+          }
+          ids.push_back(static_cast<uint64_t>(id));
+        }
+      } else {
+        ReplyLocal(errors::kSyntax);
+        return Dispatched::kDone;
+      }
+    }
+    std::string text;
+    auto add = [&](const Client* c) {
+      if (c == nullptr || c->closing_) return;
+      if (!type.empty()) {
+        const bool pubsub = c->in_pubsub();
+        if ((type == "pubsub") != pubsub || type == "master" || type == "replica" ||
+            type == "slave") {
+          return;
+        }
+      }
+      text += c->InfoLine();
+      text += '\n';
+    };
+    if (!ids.empty()) {
+      for (uint64_t id : ids) {
+        auto it = server_->clients().find(id);
+        if (it != server_->clients().end()) add(it->second);
+      }
+    } else {
+      std::vector<const Client*> all;
+      for (const auto& [id, c] : server_->clients()) all.push_back(c);
+      std::sort(all.begin(), all.end(),
+                [](const Client* a, const Client* b) { return a->id_ < b->id_; });
+      for (const Client* c : all) add(c);
+    }
+    ReplyLocal(Bulk(text));
+  } else if (IEquals(sub, "reply") && argc == 3) {
+    // Handled here rather than upstream: on a shared connection, replies the upstream skipped
+    // would break the matching of replies to clients.
+    if (IEquals(cmd.args[2], "on")) {
+      reply_off_ = reply_skip_ = false;
+      ReplyLocal("+OK\r\n");
+    } else if (IEquals(cmd.args[2], "off")) {
+      reply_off_ = true;
+    } else if (IEquals(cmd.args[2], "skip")) {
+      if (!reply_off_) reply_skip_ = true;
+    } else {
+      ReplyLocal(errors::kSyntax);
+    }
+  } else {
+    // KILL, PAUSE, UNPAUSE, NO-EVICT, HELP, TRACKING, ... and arity errors: the upstream's.
+    return Dispatched::kForward;
+  }
+  return Dispatched::kDone;
+}
+
+bool Client::InfoWantsProxySection(const Command& cmd) {
+  if (cmd.args.size() == 1) return true;
+  for (size_t i = 1; i < cmd.args.size(); ++i) {
+    if (IEquals(cmd.args[i], "all") || IEquals(cmd.args[i], "everything") ||
+        IEquals(cmd.args[i], "default") || IEquals(cmd.args[i], "proxy")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Client::Dispatched Client::HandleInfo(const Command& cmd) {
+  if (cmd.args.size() == 2 && IEquals(cmd.args[1], "proxy")) {
+    ReplyLocal(Bulk(server_->ProxySection()));
+    return Dispatched::kDone;
+  }
+  return Dispatched::kForward;
+}
+
+Client::Dispatched Client::HandleReset() {
+  // RESET runs after the commands before it, as it would on a single Redis connection.
+  if (inflight_ > 0) {
+    Pause(kPauseBarrier);
+    return Dispatched::kRetryLater;
+  }
+  // A pinned connection still held here has state; it is closed, not reused (DropPin).
+  DropPin();
+  name_.clear();
+  user_ = "default";
+  authenticated_ = !server_->auth_required();
+  reply_off_ = reply_skip_ = false;
+  ReplyLocal("+RESET\r\n");
+  return Dispatched::kDone;
+}
+
+std::string Client::InfoLine() const {
+  const uint64_t now = server_->NowMs();
+  std::string flags;
+  if (in_multi_) flags += 'x';
+  if (in_pubsub()) flags += 'P';
+  if (monitor_) flags += 'O';
+  if (tracking_) flags += 't';
+  if (flags.empty()) flags = "N";
+  const int fd = [&] {
+    uv_os_fd_t f = -1;
+    return uv_fileno(reinterpret_cast<const uv_handle_t*>(&sock_.handle), &f) == 0 ? f : -1;
+  }();
+  char buf[512];
+  std::snprintf(
+      buf, sizeof(buf),
+      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=%lld sub=%lld "
+      "psub=%lld ssub=%lld multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 "
+      "obl=0 oll=%zu omem=%zu tot-mem=%zu events=%s cmd=%s user=%s redir=-1 resp=2",
+      static_cast<unsigned long long>(id_), addr_.c_str(), laddr_.c_str(), fd, name_.c_str(),
+      static_cast<unsigned long long>((now - created_ms_) / 1000),
+      static_cast<unsigned long long>((now - last_interaction_ms_) / 1000), flags.c_str(),
+      static_cast<long long>(db_), static_cast<long long>(channels_),
+      static_cast<long long>(patterns_), static_cast<long long>(shard_channels_),
+      static_cast<long long>(in_multi_ ? multi_count_ : -1), in_.size(), in_.free_space(),
+      in_.capacity(), replies_.size(), out_.size(),
+      sizeof(Client) + in_.capacity() + out_.size(), out_.empty() ? "r" : "rw",
+      last_cmd_.c_str(), user_.c_str());
+  std::string line(buf);
+  line += " lib-name=" + lib_name_ + " lib-ver=" + lib_ver_;
+  return line;
+}
+
+}  // namespace bloomproxy::proxy

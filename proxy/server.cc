@@ -1,0 +1,273 @@
+#include "proxy/server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "conf/loader.h"
+#include "protocol/errors.h"
+#include "proxy/client.h"
+#include "proxy/log.h"
+
+#ifndef BLOOMPROXY_VERSION
+#define BLOOMPROXY_VERSION "0.0.0"
+#endif
+
+namespace bloomproxy::proxy {
+namespace {
+
+constexpr int kBacklog = 511;
+constexpr uint64_t kCronMs = 1000;
+
+}  // namespace
+
+Server::Server(const conf::Options& options) : options_(options) {
+  uv_loop_init(&loop_);
+  pool_ = std::make_unique<UpstreamPool>(this);
+}
+
+Server::~Server() {
+  // Run() closed every handle; this only releases the loop.
+  uv_loop_close(&loop_);
+}
+
+bool Server::Start() {
+  std::string error;
+  if (!ResolveUpstream(options_.upstream, &upstream_, &error)) {
+    LOG_WARNING("Bad upstream '%s': %s", options_.upstream.c_str(), error.c_str());
+    return false;
+  }
+  started_ms_ = uv_now(&loop_);
+
+  if (options_.port != 0) {
+    uv_tcp_init(&loop_, &tcp_listener_);
+    tcp_listener_.data = this;
+    sockaddr_storage addr{};
+    int rc = options_.bind.find(':') != std::string::npos
+                 ? uv_ip6_addr(options_.bind.c_str(), options_.port,
+                               reinterpret_cast<sockaddr_in6*>(&addr))
+                 : uv_ip4_addr(options_.bind.c_str(), options_.port,
+                               reinterpret_cast<sockaddr_in*>(&addr));
+    if (rc == 0) rc = uv_tcp_bind(&tcp_listener_, reinterpret_cast<sockaddr*>(&addr), 0);
+    if (rc == 0) {
+      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_listener_), kBacklog, [](uv_stream_t* l, int status) {
+        static_cast<Server*>(l->data)->Accept(l, false);
+        (void)status;
+      });
+    }
+    tcp_listening_ = true;
+    if (rc != 0) {
+      LOG_WARNING("Failed listening on port %d (tcp), aborting: %s:%d: %s", options_.port,
+                  options_.bind.c_str(), options_.port, uv_strerror(rc));
+      return false;
+    }
+  }
+  if (!options_.unixsocket.empty()) {
+    uv_pipe_init(&loop_, &unix_listener_, 0);
+    unix_listener_.data = this;
+    unix_listening_ = true;
+    unlink(options_.unixsocket.c_str());  // a stale socket file from an earlier run
+    int rc = uv_pipe_bind(&unix_listener_, options_.unixsocket.c_str());
+    if (rc == 0) {
+      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&unix_listener_), kBacklog, [](uv_stream_t* l, int status) {
+        static_cast<Server*>(l->data)->Accept(l, true);
+        (void)status;
+      });
+    }
+    if (rc == 0 && options_.unixsocketperm != 0) {
+      chmod(options_.unixsocket.c_str(), static_cast<mode_t>(options_.unixsocketperm));
+    }
+    if (rc != 0) {
+      LOG_WARNING("Failed opening Unix socket %s: %s", options_.unixsocket.c_str(),
+                  uv_strerror(rc));
+      return false;
+    }
+  }
+
+  uv_check_init(&loop_, &check_);
+  check_.data = this;
+  uv_check_start(&check_, OnCheck);
+  uv_timer_init(&loop_, &cron_);
+  cron_.data = this;
+  uv_timer_start(&cron_, OnCron, kCronMs, kCronMs);
+  uv_timer_init(&loop_, &shutdown_timer_);
+  shutdown_timer_.data = this;
+  uv_signal_init(&loop_, &sigint_);
+  uv_signal_init(&loop_, &sigterm_);
+  sigint_.data = sigterm_.data = this;
+  uv_signal_start(&sigint_, OnSignal, SIGINT);
+  uv_signal_start(&sigterm_, OnSignal, SIGTERM);
+
+  pool_->Start();
+  if (options_.port != 0) {
+    LOG_NOTICE("bloomproxy %s ready to accept connections on %s:%d, upstream %s", BLOOMPROXY_VERSION,
+               options_.bind.c_str(), options_.port, upstream_.text.c_str());
+  }
+  if (!options_.unixsocket.empty()) {
+    LOG_NOTICE("bloomproxy ready to accept connections at %s", options_.unixsocket.c_str());
+  }
+  return true;
+}
+
+int Server::Run() {
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  // Anything still open (a listener after a failed start, say) is closed so the loop can end.
+  uv_walk(
+      &loop_,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  return 0;
+}
+
+void Server::Accept(uv_stream_t* listener, bool is_unix) {
+  auto* c = new Client(this, ++next_client_id_, is_unix);
+  if (uv_accept(listener, c->stream()) != 0) {
+    uv_close(c->handle(), [](uv_handle_t* h) { delete static_cast<Client*>(h->data); });
+    return;
+  }
+  ++stats_.connections_received;
+  clients_.emplace(c->id(), c);
+  if (shutting_down_ || clients_.size() > static_cast<size_t>(options_.maxclients)) {
+    // As Redis: the connection is accepted, told why, and closed.
+    ++stats_.rejected_connections;
+    uv_buf_t buf = uv_buf_init(const_cast<char*>(protocol::errors::kMaxClients.data()),
+                               static_cast<unsigned>(protocol::errors::kMaxClients.size()));
+    uv_try_write(c->stream(), &buf, 1);
+    c->Close();
+    return;
+  }
+  c->Start();
+}
+
+void Server::OnClientClosed(Client* c) {
+  clients_.erase(c->id());
+  dirty_clients_.erase(std::remove(dirty_clients_.begin(), dirty_clients_.end(), c),
+                       dirty_clients_.end());
+  delete c;
+  if (shutting_down_) MaybeFinishShutdown();
+}
+
+void Server::QueueFlush(Client* c) { dirty_clients_.push_back(c); }
+
+void Server::QueueFlush(UpstreamConn* u) {
+  if (u->flush_queued_) return;
+  u->flush_queued_ = true;
+  dirty_upstreams_.push_back(u);
+}
+
+void Server::OnCheck(uv_check_t* h) {
+  // End of a loop turn: every request and reply produced in it leaves now, batched.
+  auto* self = static_cast<Server*>(h->data);
+  while (!self->dirty_upstreams_.empty() || !self->dirty_clients_.empty()) {
+    std::vector<UpstreamConn*> ups;
+    ups.swap(self->dirty_upstreams_);
+    for (UpstreamConn* u : ups) u->Flush();
+    std::vector<Client*> cs;
+    cs.swap(self->dirty_clients_);
+    for (Client* c : cs) c->Flush();
+  }
+}
+
+void Server::OnCron(uv_timer_t* t) {
+  auto* self = static_cast<Server*>(t->data);
+  const int timeout = self->options_.timeout;
+  if (timeout <= 0) return;
+  const uint64_t now = self->NowMs();
+  std::vector<Client*> idle;
+  for (const auto& [id, c] : self->clients_) {
+    if (!c->closing() && !c->ExemptFromTimeout() &&
+        now - c->last_interaction_ms() > static_cast<uint64_t>(timeout) * 1000) {
+      idle.push_back(c);
+    }
+  }
+  for (Client* c : idle) {
+    LOG_VERBOSE("Closing idle client id=%llu", static_cast<unsigned long long>(c->id()));
+    c->Close();
+  }
+}
+
+void Server::OnSignal(uv_signal_t* h, int signum) {
+  auto* self = static_cast<Server*>(h->data);
+  if (self->shutting_down_) {
+    LOG_WARNING("Received %s again: closing every connection now", strsignal(signum));
+    std::vector<Client*> all;
+    for (const auto& [id, c] : self->clients_) all.push_back(c);
+    for (Client* c : all) c->Close();
+    return;
+  }
+  LOG_NOTICE("Received %s, finishing in-flight replies and shutting down",
+             signum == SIGINT ? "SIGINT" : "SIGTERM");
+  self->Shutdown();
+}
+
+void Server::Shutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  if (tcp_listening_) uv_close(reinterpret_cast<uv_handle_t*>(&tcp_listener_), nullptr);
+  if (unix_listening_) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&unix_listener_), nullptr);
+    unlink(options_.unixsocket.c_str());
+  }
+  tcp_listening_ = unix_listening_ = false;
+  std::vector<Client*> all;
+  for (const auto& [id, c] : clients_) all.push_back(c);
+  for (Client* c : all) c->CloseWhenDrained();
+  uv_timer_start(&shutdown_timer_, OnShutdownTimeout,
+                 static_cast<uint64_t>(std::max(0, options_.shutdown_timeout_ms)), 0);
+  MaybeFinishShutdown();
+}
+
+void Server::OnShutdownTimeout(uv_timer_t* t) {
+  auto* self = static_cast<Server*>(t->data);
+  LOG_WARNING("Shutdown timeout: closing %zu clients with replies still pending",
+              self->clients_.size());
+  std::vector<Client*> all;
+  for (const auto& [id, c] : self->clients_) all.push_back(c);
+  for (Client* c : all) c->Close();
+}
+
+void Server::MaybeFinishShutdown() {
+  if (stopped_ || !clients_.empty()) return;
+  stopped_ = true;
+  pool_->CloseAll();
+  uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&cron_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&shutdown_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
+  LOG_NOTICE("bloomproxy is now ready to exit, bye bye...");
+}
+
+std::string Server::ProxySection() const {
+  const uint64_t now = uv_now(const_cast<uv_loop_t*>(&loop_));
+  std::string s = "# Proxy\r\n";
+  auto field = [&s](const char* name, const std::string& value) {
+    s += name;
+    s += ':';
+    s += value;
+    s += "\r\n";
+  };
+  field("proxy_version", BLOOMPROXY_VERSION);
+  field("process_id", std::to_string(getpid()));
+  field("tcp_port", std::to_string(options_.port));
+  field("uptime_in_seconds", std::to_string((now - started_ms_) / 1000));
+  field("connected_clients", std::to_string(clients_.size()));
+  field("maxclients", std::to_string(options_.maxclients));
+  field("upstream", upstream_.text);
+  field("upstream_status", pool_->shared_count() > 0 ? "up" : "down");
+  field("upstream_connections", std::to_string(pool_->shared_count()));
+  field("upstream_pinned_connections", std::to_string(pool_->pinned_count()));
+  field("upstream_idle_pinned_connections", std::to_string(pool_->idle_pinned_count()));
+  field("total_connections_received", std::to_string(stats_.connections_received));
+  field("total_commands_processed", std::to_string(stats_.commands_processed));
+  field("rejected_connections", std::to_string(stats_.rejected_connections));
+  field("upstream_connection_errors", std::to_string(stats_.upstream_errors));
+  return s;
+}
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,109 @@
+// One event loop with its listeners, clients and upstream pool. Everything a loop touches is
+// owned here, so more loops (one per thread) can later run side by side without sharing state.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "conf/options.h"
+#include "protocol/reply_decoder.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+class Client;
+
+// What the proxy learned about the upstream from INFO (for HELLO and INFO).
+struct UpstreamInfo {
+  std::string version = "7.0.0";
+  std::string mode = "standalone";
+  std::string role = "master";
+};
+
+struct Stats {
+  uint64_t commands_processed = 0;
+  uint64_t connections_received = 0;
+  uint64_t rejected_connections = 0;
+  uint64_t upstream_errors = 0;
+};
+
+class Server {
+ public:
+  explicit Server(const conf::Options& options);
+  ~Server();
+
+  // Binds the listeners and starts the upstream pool. False (after logging why) on failure.
+  bool Start();
+  // Runs the loop until Shutdown() has finished. Returns the process exit code.
+  int Run();
+  // Stops accepting, lets in-flight replies finish (up to shutdown-timeout-ms), then stops.
+  void Shutdown();
+
+  uv_loop_t* loop() { return &loop_; }
+  const conf::Options& options() const { return options_; }
+  const UpstreamAddress& upstream_address() const { return upstream_; }
+  UpstreamPool& pool() { return *pool_; }
+  Stats& stats() { return stats_; }
+  UpstreamInfo& upstream_info() { return upstream_info_; }
+  protocol::ReplyDecoder& decoder() { return decoder_; }
+  bool auth_required() const { return !options_.requirepass.empty(); }
+  bool shutting_down() const { return shutting_down_; }
+  uint64_t NowMs() const { return uv_now(const_cast<uv_loop_t*>(&loop_)); }
+  uint64_t NextUpstreamId() { return ++upstream_ids_; }
+  size_t client_count() const { return clients_.size(); }
+  const std::unordered_map<uint64_t, Client*>& clients() const { return clients_; }
+  std::string ProxySection() const;
+  // A buffer for re-encoding a request; valid until the next call on this loop.
+  std::string& scratch() { return scratch_; }
+
+  // Queues a flush at the end of this loop turn (all replies of the turn leave together).
+  void QueueFlush(Client* c);
+  void QueueFlush(UpstreamConn* u);
+
+  // Called by a client from its close callback.
+  void OnClientClosed(Client* c);
+
+ private:
+  static void OnConnection(uv_stream_t* listener, int status);
+  static void OnCheck(uv_check_t* h);
+  static void OnCron(uv_timer_t* t);
+  static void OnShutdownTimeout(uv_timer_t* t);
+  static void OnSignal(uv_signal_t* h, int signum);
+
+  void Accept(uv_stream_t* listener, bool is_unix);
+  void MaybeFinishShutdown();
+
+  conf::Options options_;
+  uv_loop_t loop_;
+  UpstreamAddress upstream_;
+  std::unique_ptr<UpstreamPool> pool_;
+  Stats stats_;
+  UpstreamInfo upstream_info_;
+  protocol::ReplyDecoder decoder_;
+
+  uv_tcp_t tcp_listener_;
+  uv_pipe_t unix_listener_;
+  bool tcp_listening_ = false;
+  bool unix_listening_ = false;
+  uv_check_t check_;
+  uv_timer_t cron_;
+  uv_timer_t shutdown_timer_;
+  uv_signal_t sigint_, sigterm_;
+
+  std::unordered_map<uint64_t, Client*> clients_;
+  std::vector<Client*> dirty_clients_;
+  std::vector<UpstreamConn*> dirty_upstreams_;
+  uint64_t next_client_id_ = 0;
+  uint64_t upstream_ids_ = 0;
+  uint64_t started_ms_ = 0;
+  std::string scratch_;
+  bool shutting_down_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,176 @@
+// Connections to the upstream Redis and the pool that owns them.
+//
+//   clients ──┐                     ┌── shared conn 0 ──┐
+//   clients ──┼── (each client is ──┤                   ├── upstream Redis
+//   clients ──┘    assigned one)    └── shared conn 1 ──┤
+//   client in MULTI/SUBSCRIBE/BLPOP ─── pinned conn ────┘  (taken from / returned to the pool)
+//
+// A shared connection carries the pipelined commands of many clients; its replies come back in
+// the order the commands were written, so a FIFO of reply slots (Pending) matches each reply to
+// its client. A pinned connection serves one client while that client holds connection state.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/reply_framer.h"
+#include "proxy/buffer.h"
+#include "proxy/output.h"
+
+namespace bloomproxy::proxy {
+
+class Client;
+class Server;
+struct Pending;
+
+// Where the upstream lives, resolved once at start-up.
+struct UpstreamAddress {
+  bool is_unix = false;
+  std::string path;  // unix socket path
+  sockaddr_storage addr{};
+  std::string text;  // as configured, for messages
+};
+
+// Parses "HOST:PORT", "[V6]:PORT" or "unix:/path" and resolves the host. False + *error on
+// failure.
+bool ResolveUpstream(const std::string& spec, UpstreamAddress* out, std::string* error);
+
+class UpstreamConn {
+ public:
+  enum class State { kConnecting, kReady, kClosed };
+
+  // Starts connecting at once. `owner` is null for a shared connection.
+  UpstreamConn(Server* server, bool shared);
+  ~UpstreamConn();
+  UpstreamConn(const UpstreamConn&) = delete;
+  UpstreamConn& operator=(const UpstreamConn&) = delete;
+
+  // Queues a request whose reply goes to `slot` (may be null only for internal requests that
+  // use a Pending without client). Requests may be queued while connecting; they are written
+  // once connected. The caller must check usable() first.
+  void Send(std::string_view request_bytes, Pending* slot);
+
+  // Closes the connection; every slot still waiting gets an error reply. Safe to call twice.
+  void Close(const std::string& reason);
+
+  // Writes what is queued (called once per loop turn by the server).
+  void Flush();
+
+  bool usable() const { return state_ != State::kClosed; }
+  bool ready() const { return state_ == State::kReady; }
+  bool shared() const { return shared_; }
+  size_t in_flight() const { return inflight_.size(); }
+  const std::string& last_error() const { return last_error_; }
+
+  // The client that has this connection pinned, or null.
+  Client* owner() const { return owner_; }
+  void set_owner(Client* c) { owner_ = c; }
+
+  // Set when a command may have left state on the connection that the proxy did not track
+  // (AUTH or CLIENT SETNAME inside MULTI, MONITOR, ...): such a connection is closed instead of
+  // being returned to the pool.
+  bool dirty() const { return dirty_; }
+  void mark_dirty() { dirty_ = true; }
+
+  // Identifier in logs.
+  uint64_t id() const { return id_; }
+
+ private:
+  static void OnConnect(uv_connect_t* req, int status);
+  static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
+  static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  static void OnWrite(uv_write_t* req, int status);
+  static void OnClose(uv_handle_t* h);
+  static void OnConnectTimeout(uv_timer_t* t);
+
+  void StartHandshake();
+  void OnFrame(std::string_view frame);
+  void FailAll(const std::string& reply);
+
+  Server* server_;
+  const bool shared_;
+  const uint64_t id_;
+  State state_ = State::kConnecting;
+  Client* owner_ = nullptr;
+  bool dirty_ = false;
+  bool ever_ready_ = false;  // connected at least once (restarts the pool's backoff)
+  bool flush_queued_ = false;
+  int open_handles_ = 0;
+  std::string last_error_;
+
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+    uv_handle_t handle;
+    uv_stream_t stream;
+  } sock_;
+  uv_timer_t timer_;
+  uv_connect_t connect_req_;
+  uv_write_t write_req_;
+
+  Buffer in_;
+  Output out_;
+  protocol::ReplyFramer framer_;
+  std::deque<Pending*> inflight_;
+
+  friend class Server;
+  friend class UpstreamPool;
+};
+
+// The shared connections and the idle pinned ones. Shared connections that fail are replaced
+// after a capped exponential backoff; while a slot is down, commands for it fail at once.
+class UpstreamPool {
+ public:
+  explicit UpstreamPool(Server* server);
+  ~UpstreamPool();
+
+  void Start();
+
+  // A usable shared connection, preferring `hint` (the client's slot) so one client's commands
+  // stay on one connection and keep their order. Null when the upstream is unavailable.
+  UpstreamConn* Shared(size_t* hint);
+  size_t NextSlot() { return next_slot_++ % slots_.size(); }
+
+  // A connection for one client's exclusive use (idle one from the pool, or a new one).
+  UpstreamConn* AcquirePinned(Client* owner);
+  // Returns a pinned connection: kept for reuse when clean and idle, closed otherwise.
+  void ReleasePinned(UpstreamConn* conn);
+
+  // Called by a connection when it closes (any reason).
+  void OnConnClosed(UpstreamConn* conn);
+
+  // Why the upstream is unavailable, for error replies.
+  std::string unavailable_reason() const;
+
+  void CloseAll();
+
+  size_t shared_count() const;
+  size_t pinned_count() const { return pinned_in_use_; }
+  size_t idle_pinned_count() const { return idle_pinned_.size(); }
+
+ private:
+  struct Slot {
+    UpstreamConn* conn = nullptr;
+    uv_timer_t timer;
+    int backoff_ms = 0;
+    std::string last_error;
+    UpstreamPool* pool = nullptr;
+  };
+  static void OnReconnect(uv_timer_t* t);
+  void Connect(Slot* slot);
+
+  Server* server_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<UpstreamConn*> idle_pinned_;
+  size_t pinned_in_use_ = 0;
+  size_t next_slot_ = 0;
+  bool closing_ = false;
+};
+
+}  // namespace bloomproxy::proxy
