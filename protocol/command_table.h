@@ -28,6 +28,7 @@ enum CommandFlag : uint32_t {
   kFlagNoMulti = 1u << 12,
   kFlagMayReplicate = 1u << 13,
   kFlagAllowBusy = 1u << 14,
+  kFlagContainer = 1u << 15,  // has subcommands (CLIENT, CONFIG, ...): see LookupSubcommand
 };
 
 // How the proxy treats a command.
@@ -53,6 +54,10 @@ struct CommandInfo {
 
 // Finds a command by name, any case. nullptr if unknown.
 const CommandInfo* LookupCommand(std::string_view name);
+
+// Finds the subcommand `sub` (any case) of a container command, e.g. "client|getname".
+// nullptr if `container` has no such subcommand.
+const CommandInfo* LookupSubcommand(const CommandInfo& container, std::string_view sub);
 
 // True when `argc` (including the name) satisfies `info`'s arity.
 inline bool ArityOk(const CommandInfo& info, size_t argc) {

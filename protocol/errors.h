@@ -21,6 +21,7 @@ inline constexpr std::string_view kSyntax = "-ERR syntax error\r\n";
 // HELLO.
 inline constexpr std::string_view kNoProto =
     "-NOPROTO sorry, this protocol version is not supported\r\n";
+inline constexpr std::string_view kUnsupportedProto = "-NOPROTO unsupported protocol version\r\n";
 inline constexpr std::string_view kBadProtoVersion =
     "-ERR Protocol version is not an integer or out of range\r\n";
 

@@ -203,7 +203,11 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   char name_buf[32];
   std::string_view name = Lower(cmd.args[0], name_buf, sizeof(name_buf));
   const protocol::CommandInfo* info = protocol::LookupCommand(cmd.args[0]);
-  last_cmd_.assign(info ? info->name : std::string_view("NULL"));
+  const protocol::CommandInfo* sub = nullptr;
+  if (info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1) {
+    sub = protocol::LookupSubcommand(*info, cmd.args[1]);
+  }
+  last_cmd_.assign(sub ? sub->name : info ? info->name : std::string_view("NULL"));
   if (in_multi_) ++multi_count_;
 
   if (name == "quit") {
@@ -226,8 +230,13 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
       ReplyLocal(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
       return Dispatched::kDone;
     }
-    if (!protocol::ArityOk(*info, cmd.args.size())) {
-      ReplyLocal(errors::WrongArity(cmd.args[0]));
+    if ((info->flags & protocol::kFlagContainer) && cmd.args.size() > 1 && sub == nullptr) {
+      ReplyLocal(errors::UnknownSubcommand(cmd.args[0], cmd.args[1]));
+      return Dispatched::kDone;
+    }
+    const protocol::CommandInfo& checked = sub ? *sub : *info;
+    if (!protocol::ArityOk(checked, cmd.args.size())) {
+      ReplyLocal(errors::WrongArity(sub ? sub->name : cmd.args[0]));
       return Dispatched::kDone;
     }
     if ((info->flags & protocol::kFlagNoAuth) == 0) {
@@ -235,7 +244,13 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
       return Dispatched::kDone;
     }
   }
-  if (name == "reset") return HandleReset();
+  if (name == "reset") {
+    if (cmd.args.size() != 1) {
+      ReplyLocal(errors::WrongArity(cmd.args[0]));
+      return Dispatched::kDone;
+    }
+    return HandleReset();
+  }
 
   // Inside a transaction, in pub/sub mode and while monitoring, the upstream decides what a
   // command means (queued, rejected, allowed), so everything goes to the pinned connection.
@@ -259,6 +274,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   }
 
   // Commands that start, end or depend on connection state.
+  std::string rewritten;  // the request to send instead of the client's, when not empty
   Hook hook = Hook::kNone;
   int64_t arg = 0;
   bool pin = false;
@@ -306,6 +322,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     if (IEquals(cmd.args[1], "tracking") && cmd.args.size() > 2) {
       hook = Hook::kTracking;
       arg = IEquals(cmd.args[2], "on") ? 1 : 0;
+      if (arg == 1) RewriteTrackingRedirect(cmd, &rewritten);
     }
   } else if (name == "info" && InfoWantsProxySection(cmd)) {
     hook = Hook::kInfo;
@@ -358,7 +375,9 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   replies_.push_back(p);
   ++inflight_;
   inflight_conn_ = target;
-  if (!cmd.raw.empty()) {
+  if (!rewritten.empty()) {
+    target->Send(rewritten, p);
+  } else if (!cmd.raw.empty()) {
     target->Send(cmd.raw, p);
   } else {
     std::string& scratch = server_->scratch();
@@ -371,6 +390,31 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     return Dispatched::kStop;
   }
   return Dispatched::kDone;
+}
+
+void Client::RewriteTrackingRedirect(const Command& cmd, std::string* out) {
+  // REDIRECT names a client by the proxy's CLIENT ID; the upstream knows that client by its
+  // pinned connection's id. An id the proxy does not know becomes one Redis cannot know either,
+  // so the upstream answers with its own "does not exist" error.
+  std::vector<std::string_view> args(cmd.args.begin(), cmd.args.end());
+  std::string upstream_id;
+  pending_redirect_ = 0;
+  for (size_t i = 3; i + 1 < args.size(); ++i) {
+    if (!IEquals(args[i], "redirect")) continue;
+    int64_t id = 0;
+    if (!protocol::StringToInt64(args[i + 1], &id)) return;  // the upstream's error
+    int64_t target = INT64_MAX;
+    auto it = server_->clients().find(static_cast<uint64_t>(id));
+    if (id > 0 && it != server_->clients().end() && it->second->pinned_ != nullptr &&
+        it->second->pinned_->redis_client_id() > 0) {
+      target = it->second->pinned_->redis_client_id();
+      pending_redirect_ = static_cast<uint64_t>(id);
+    }
+    upstream_id = std::to_string(target);
+    args[i + 1] = upstream_id;
+    protocol::AppendCommand(out, args);
+    return;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -473,7 +517,10 @@ void Client::ApplyHook(Pending* slot, std::string_view frame) {
       if (ok) monitor_ = true;
       break;
     case Hook::kTracking:
-      if (ok) tracking_ = slot->arg != 0;
+      if (ok) {
+        tracking_ = slot->arg != 0;
+        tracking_redirect_ = tracking_ ? pending_redirect_ : 0;
+      }
       break;
     case Hook::kSubscribe:
       ApplySubscriptionFrame(slot, frame);

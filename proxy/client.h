@@ -37,6 +37,7 @@ enum class Hook : uint8_t {
   kTracking,     // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
   kAuthUpstream, // internal: the proxy's own AUTH on a new upstream connection
   kServerInfo,   // internal: INFO server/replication, to learn version, mode and role
+  kUpstreamId,   // internal: CLIENT ID of a pinned connection
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -128,6 +129,9 @@ class Client {
   Dispatched HandleReset();
   void ReplyProtocolError(const std::string& error);
   static bool InfoWantsProxySection(const protocol::Command& cmd);
+  // Replaces the proxy client id after REDIRECT by the upstream id of that client's pinned
+  // connection; leaves *out empty when there is nothing to rewrite.
+  void RewriteTrackingRedirect(const protocol::Command& cmd, std::string* out);
   bool CheckUser(std::string_view user, std::string_view password) const;
 
   // Reply slots.
@@ -179,6 +183,8 @@ class Client {
   bool watching_ = false;     // WATCH sent, not yet ended by EXEC/DISCARD/UNWATCH
   bool monitor_ = false;
   bool tracking_ = false;
+  uint64_t tracking_redirect_ = 0;  // proxy client id named by CLIENT TRACKING ... REDIRECT
+  uint64_t pending_redirect_ = 0;   // the same, until the upstream accepts the command
   int64_t db_ = 0;            // confirmed by the upstream
   int64_t channels_ = 0, patterns_ = 0, shard_channels_ = 0;
   bool reply_off_ = false;    // CLIENT REPLY OFF

@@ -50,6 +50,10 @@ std::string Error(std::string_view text) {
 
 Client::Dispatched Client::HandleLocal(const Command& cmd, std::string_view name) {
   if (name == "ping") {
+    if (cmd.args.size() > 2) {
+      ReplyLocal(errors::WrongArity(cmd.args[0]));
+      return Dispatched::kDone;
+    }
     ReplyLocal(cmd.args.size() == 2 ? Bulk(cmd.args[1]) : std::string("+PONG\r\n"));
     return Dispatched::kDone;
   }
@@ -112,8 +116,12 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
       ReplyLocal(errors::kBadProtoVersion);
       return Dispatched::kDone;
     }
-    if (ver != 2) {
-      ReplyLocal(errors::kNoProto);
+    if (ver < 2 || ver > 3) {
+      ReplyLocal(errors::kUnsupportedProto);
+      return Dispatched::kDone;
+    }
+    if (ver == 3) {
+      ReplyLocal(errors::kNoProto);  // RESP3 is not served yet
       return Dispatched::kDone;
     }
     next = 2;
@@ -147,7 +155,7 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
   if (!authenticated_) {
     ReplyLocal(Error(
         "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-        "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+        "HELLO AUTH <user> <pass> option can be used to authenticate the client and "
         "select the RESP protocol version at the same time"));
     return Dispatched::kDone;
   }
@@ -211,6 +219,9 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
       dest->assign(cmd.args[3]);
       ReplyLocal("+OK\r\n");
     }
+  } else if (IEquals(sub, "getredir") && argc == 2) {
+    // -1: tracking off; 0: on without redirection; else the proxy id of the redirect client.
+    ReplyLocal(Integer(!tracking_ ? -1 : static_cast<int64_t>(tracking_redirect_)));
   } else if (IEquals(sub, "info") && argc == 2) {
     ReplyLocal(Bulk(InfoLine() + "\n"));
   } else if (IEquals(sub, "list")) {

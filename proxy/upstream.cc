@@ -8,6 +8,7 @@
 
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
+#include "protocol/request_parser.h"
 #include "proxy/client.h"
 #include "proxy/log.h"
 #include "proxy/server.h"
@@ -176,6 +177,12 @@ void UpstreamConn::StartHandshake() {
       slots.push_back(p);
     }
   }
+  if (!shared_) {
+    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
+    auto* p = new Pending;
+    p->hook = Hook::kUpstreamId;
+    slots.push_back(p);
+  }
   if (slots.empty()) return;
   out_.pending().insert(0, bytes);
   for (auto it = slots.rbegin(); it != slots.rend(); ++it) {
@@ -271,6 +278,10 @@ void UpstreamConn::OnFrame(std::string_view frame) {
         std::string role = InfoField(body, "role");
         if (!role.empty()) info.role = role == "slave" ? "replica" : role;
       }
+    }
+    if (slot->hook == Hook::kUpstreamId && frame.size() > 3 && frame[0] == ':') {
+      int64_t id = 0;
+      if (protocol::StringToInt64(frame.substr(1, frame.size() - 3), &id)) redis_client_id_ = id;
     }
     if (slot->frames_left < 0) slot->frames_left = 1;
     if (--slot->frames_left <= 0 || is_error) {

@@ -80,6 +80,9 @@ class UpstreamConn {
 
   // Identifier in logs.
   uint64_t id() const { return id_; }
+  // The upstream's CLIENT ID of a pinned connection (0 until known): CLIENT TRACKING REDIRECT
+  // names connections by it.
+  int64_t redis_client_id() const { return redis_client_id_; }
 
  private:
   static void OnConnect(uv_connect_t* req, int status);
@@ -99,7 +102,8 @@ class UpstreamConn {
   State state_ = State::kConnecting;
   Client* owner_ = nullptr;
   bool dirty_ = false;
-  bool ever_ready_ = false;  // connected at least once (restarts the pool's backoff)
+  bool ever_ready_ = false;
+  int64_t redis_client_id_ = 0;  // connected at least once (restarts the pool's backoff)
   bool flush_queued_ = false;
   int open_handles_ = 0;
   std::string last_error_;

@@ -1,0 +1,319 @@
+# shellcheck shell=bash
+# Shared helpers for the bench/ scripts. Source it; do not execute it.
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#   bench_init                 # temp dir + cleanup trap (EXIT, INT, TERM, HUP)
+#   start_redis                # -> REDIS_PORT, REDIS_PID
+#   start_bloomproxy "$REDIS_PORT"   # -> PROXY_PORT, PROXY_PID
+#   start_nutcracker "$REDIS_PORT"   # -> TWEM_PORT, TWEM_PID
+#
+# Everything listens on 127.0.0.1 only, on ports picked at run time (never fixed ports).
+# Every process started through these helpers is killed, and the temp dir removed, on exit.
+# Progress goes to stderr; stdout is left for the scripts' results.
+
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$BENCH_DIR/.." && pwd)"
+BENCH_PY="${BENCH_PY:-/usr/bin/python3}"
+BLOOMPROXY_BIN="${BLOOMPROXY_BIN:-$REPO_ROOT/build/bloomproxy}"
+# Extra flags for bloomproxy (word-split), e.g. BLOOMPROXY_ARGS="--loglevel warning".
+BLOOMPROXY_ARGS="${BLOOMPROXY_ARGS:-}"
+REDIS_SERVER_BIN="${REDIS_SERVER_BIN:-redis-server}"
+NUTCRACKER_BIN="${NUTCRACKER_BIN:-nutcracker}"
+STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-10}"   # seconds to wait for a listener
+
+BENCH_TMP=""
+_BENCH_PIDS=()
+_BENCH_NAMES=()
+_BENCH_PORTS=()   # ports already handed out by free_port in this run
+_BENCH_CLEANED=0
+
+# (|| true: stderr may be a closed pipe, e.g. `bench/compare.sh 2>&1 | head`.)
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2 2>/dev/null || true; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------------------------------------
+# Setup / cleanup
+
+bench_init() {
+  [[ -x "$BENCH_PY" ]] || die "python3 not found at $BENCH_PY (set BENCH_PY)"
+  BENCH_TMP="$(mktemp -d "${TMPDIR:-/tmp}/bloombench.XXXXXX")"
+  trap '_bench_cleanup' EXIT
+  trap '_bench_signal INT 130' INT
+  trap '_bench_signal TERM 143' TERM
+  trap '_bench_signal HUP 129' HUP
+  # Without this, writing to a closed pipe (`... | head`) would kill the script silently and
+  # skip the cleanup, leaving the servers running.
+  trap '_bench_signal PIPE 141' PIPE
+}
+
+_bench_signal() {
+  trap '' PIPE   # from here on a closed stderr must not re-enter this handler
+  log "caught SIG$1, cleaning up"
+  exit "$2"   # runs the EXIT trap
+}
+
+# Remember a background process so cleanup kills it.
+track_pid() { _BENCH_PIDS+=("$1"); _BENCH_NAMES+=("${2:-pid $1}"); }
+
+# Stop one process: SIGTERM, wait up to ~5 s, then SIGKILL.
+stop_pid() {
+  local pid="$1" i
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "pid $pid did not exit on SIGTERM, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+_bench_cleanup() {
+  local rc=$?
+  ((_BENCH_CLEANED)) && return 0
+  _BENCH_CLEANED=1
+  trap '' INT TERM HUP PIPE   # do not let a second CTRL-C interrupt the cleanup
+  local i
+  for ((i = ${#_BENCH_PIDS[@]} - 1; i >= 0; i--)); do   # reverse start order: clients first
+    if kill -0 "${_BENCH_PIDS[i]}" 2>/dev/null; then
+      log "stopping ${_BENCH_NAMES[i]} (pid ${_BENCH_PIDS[i]})"
+    fi
+    stop_pid "${_BENCH_PIDS[i]}"
+  done
+  if [[ -n "$BENCH_TMP" && -d "$BENCH_TMP" ]]; then
+    if ((rc != 0)) && [[ -n "${KEEP_TMP_ON_ERROR:-}" ]]; then
+      log "keeping $BENCH_TMP (KEEP_TMP_ON_ERROR set)"
+    else
+      rm -rf -- "$BENCH_TMP"
+    fi
+  fi
+  return "$rc"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Ports
+
+# free_port VAR: set VAR to a currently free TCP port on 127.0.0.1 (kernel-chosen ephemeral
+# port), never one this run has already handed out. (Sets a variable rather than printing, so the
+# list of handed-out ports survives: $(...) would run in a subshell.)
+free_port() {
+  local -n _fp_out="$1"
+  local p tries
+  for ((tries = 0; tries < 50; tries++)); do
+    p="$("$BENCH_PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()')"
+    if [[ " ${_BENCH_PORTS[*]} " != *" $p "* ]]; then
+      _BENCH_PORTS+=("$p")
+      _fp_out="$p"
+      return 0
+    fi
+  done
+  die "could not find a free port"
+}
+
+# Is something accepting TCP connections on 127.0.0.1:PORT?
+port_open() {
+  "$BENCH_PY" - "$1" <<'EOF' 2>/dev/null
+import socket, sys
+s = socket.socket()
+s.settimeout(0.5)
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+finally:
+    s.close()
+EOF
+}
+
+# wait_for_port PORT PID NAME LOGFILE: wait until PORT accepts connections; fail early (with the
+# tail of LOGFILE) if PID dies, or after STARTUP_TIMEOUT seconds.
+wait_for_port() {
+  local port="$1" pid="$2" name="$3" logfile="${4:-}" deadline
+  deadline=$((SECONDS + STARTUP_TIMEOUT))
+  while ! port_open "$port"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "$name (pid $pid) exited before listening on 127.0.0.1:$port"
+      _show_log "$logfile"
+      die "$name failed to start"
+    fi
+    if ((SECONDS >= deadline)); then
+      _show_log "$logfile"
+      die "$name did not listen on 127.0.0.1:$port within ${STARTUP_TIMEOUT}s"
+    fi
+    sleep 0.05
+  done
+}
+
+_show_log() {
+  [[ -n "$1" && -s "$1" ]] || return 0
+  log "last lines of $1:"
+  tail -n 20 "$1" | sed 's/^/    /' >&2 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------------------------------------
+# Servers. Each sets <NAME>_PORT and <NAME>_PID globals (call directly, not in $(...), so the
+# background process stays a child of the script).
+
+# start_redis [extra redis-server args...] -> REDIS_PORT, REDIS_PID
+start_redis() {
+  command -v "$REDIS_SERVER_BIN" >/dev/null || die "redis-server not found"
+  local dir="$BENCH_TMP/redis-$RANDOM$RANDOM"
+  mkdir -p "$dir"
+  free_port REDIS_PORT
+  "$REDIS_SERVER_BIN" --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$dir" --daemonize no --logfile "$dir/redis.log" "$@" \
+    >"$dir/stdout.log" 2>&1 &
+  REDIS_PID=$!
+  track_pid "$REDIS_PID" "redis-server :$REDIS_PORT"
+  wait_for_port "$REDIS_PORT" "$REDIS_PID" redis-server "$dir/redis.log"
+  log "redis-server pid $REDIS_PID on 127.0.0.1:$REDIS_PORT"
+}
+
+# start_bloomproxy UPSTREAM_PORT [extra args...] -> PROXY_PORT, PROXY_PID
+start_bloomproxy() {
+  local upstream_port="$1"; shift
+  [[ -x "$BLOOMPROXY_BIN" ]] || die "bloomproxy binary not found at $BLOOMPROXY_BIN (build it, or set BLOOMPROXY_BIN)"
+  local dir="$BENCH_TMP/bloomproxy-$RANDOM$RANDOM"
+  mkdir -p "$dir"
+  free_port PROXY_PORT
+  # shellcheck disable=SC2086  # BLOOMPROXY_ARGS is deliberately word-split
+  "$BLOOMPROXY_BIN" --bind 127.0.0.1 --port "$PROXY_PORT" --upstream "127.0.0.1:$upstream_port" \
+    $BLOOMPROXY_ARGS "$@" >"$dir/bloomproxy.log" 2>&1 &
+  PROXY_PID=$!
+  track_pid "$PROXY_PID" "bloomproxy :$PROXY_PORT"
+  wait_for_port "$PROXY_PORT" "$PROXY_PID" bloomproxy "$dir/bloomproxy.log"
+  log "bloomproxy pid $PROXY_PID on 127.0.0.1:$PROXY_PORT -> 127.0.0.1:$upstream_port ($BLOOMPROXY_BIN)"
+}
+
+# start_nutcracker UPSTREAM_PORT -> TWEM_PORT, TWEM_PID
+# One pool, one server, hash/distribution left at their defaults, one preconnected server
+# connection. The stats listener is also put on a free loopback port (default is 0.0.0.0:22222).
+start_nutcracker() {
+  local upstream_port="$1"
+  command -v "$NUTCRACKER_BIN" >/dev/null || die "nutcracker not found"
+  local dir="$BENCH_TMP/nutcracker-$RANDOM$RANDOM" stats_port
+  mkdir -p "$dir"
+  free_port TWEM_PORT
+  free_port stats_port
+  cat >"$dir/nutcracker.yml" <<EOF
+bench:
+  listen: 127.0.0.1:$TWEM_PORT
+  redis: true
+  preconnect: true
+  server_connections: 1
+  auto_eject_hosts: false
+  servers:
+   - 127.0.0.1:$upstream_port:1
+EOF
+  "$NUTCRACKER_BIN" -t -c "$dir/nutcracker.yml" >"$dir/conftest.log" 2>&1 \
+    || { _show_log "$dir/conftest.log"; die "nutcracker rejected its generated config"; }
+  "$NUTCRACKER_BIN" -c "$dir/nutcracker.yml" -o "$dir/nutcracker.log" -p "$dir/nutcracker.pid" \
+    -a 127.0.0.1 -s "$stats_port" -v "${NUTCRACKER_VERBOSITY:-4}" >"$dir/stdout.log" 2>&1 &
+  TWEM_PID=$!
+  track_pid "$TWEM_PID" "nutcracker :$TWEM_PORT"
+  wait_for_port "$TWEM_PORT" "$TWEM_PID" nutcracker "$dir/nutcracker.log"
+  log "nutcracker pid $TWEM_PID on 127.0.0.1:$TWEM_PORT -> 127.0.0.1:$upstream_port"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Misc
+
+# Resident set size of PID in KiB (VmRSS from /proc/PID/status).
+rss_kb() {
+  local v
+  v="$(awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null)" || true
+  [[ -n "$v" ]] || die "cannot read VmRSS of pid $1 (process gone?)"
+  printf '%s\n' "$v"
+}
+
+# Functional check: SET then GET a key through 127.0.0.1:PORT. Returns non-zero on failure.
+sanity_check() {
+  local port="$1" name="$2" key="bloombench:sanity:$RANDOM" got
+  if ! got="$(redis-cli -h 127.0.0.1 -p "$port" SET "$key" ok 2>&1)" || [[ "$got" != "OK" ]]; then
+    log "$name: SET through 127.0.0.1:$port failed: $got"
+    return 1
+  fi
+  if ! got="$(redis-cli -h 127.0.0.1 -p "$port" GET "$key" 2>&1)" || [[ "$got" != "ok" ]]; then
+    log "$name: GET through 127.0.0.1:$port returned '$got', expected 'ok'"
+    return 1
+  fi
+  redis-cli -h 127.0.0.1 -p "$port" DEL "$key" >/dev/null 2>&1 || true
+}
+
+# Raise the open-files limit (soft, and hard if we may) to at least $1.
+raise_nofile() {
+  local want="$1" cur hard
+  cur="$(ulimit -Sn)"
+  [[ "$cur" == unlimited ]] && return 0
+  ((cur >= want)) && return 0
+  hard="$(ulimit -Hn)"
+  if [[ "$hard" != unlimited ]] && ((hard < want)); then
+    ulimit -Hn "$want" 2>/dev/null || log "cannot raise hard nofile limit to $want (is $hard)"
+  fi
+  ulimit -Sn "$want" 2>/dev/null || ulimit -Sn "$(ulimit -Hn)" || true
+  log "open files limit: $(ulimit -Sn)"
+}
+
+# Percentage of all CPUs busy (anything, not just us) over the next second, from /proc/stat.
+host_busy_pct() {
+  "$BENCH_PY" - <<'PY'
+import time
+def snap():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]  # total, idle + iowait
+t0, i0 = snap(); time.sleep(1); t1, i1 = snap()
+print(round(100 * (1 - (i1 - i0) / max(1, t1 - t0))))
+PY
+}
+
+# Warn (and set HOST_BUSY) if other work is using the machine; benchmark numbers get noisy then.
+check_host_idle() {
+  HOST_BUSY="$(host_busy_pct)"
+  if ((HOST_BUSY > ${BUSY_WARN_PCT:-15})); then
+    log "WARNING: the host is already ${HOST_BUSY}% busy before the benchmark starts" \
+      "(other processes: $(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 10 {printf "%s ", $2}'))" \
+      "- expect noisy numbers"
+  fi
+}
+
+# cpu_snapshot: print "TOTAL BUSY STEAL OURS" in clock ticks: machine-wide CPU time from
+# /proc/stat (busy = user+nice+system+irq+softirq) and the CPU time of this script, its reaped
+# children (e.g. finished redis-benchmark runs) and the servers it started. Two snapshots give
+# how much of the machine *other* processes used in between: see other_load.
+cpu_snapshot() {
+  "$BENCH_PY" - "$$" "${_BENCH_PIDS[@]}" <<'PY'
+import sys
+with open("/proc/stat") as f:
+    v = [int(x) for x in f.readline().split()[1:9]]
+user, nice, system, idle, iowait, irq, softirq, steal = v
+ours = 0
+for i, pid in enumerate(sys.argv[1:]):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    ours += int(fields[11]) + int(fields[12])          # utime + stime (all threads)
+    if i == 0:
+        ours += int(fields[13]) + int(fields[14])      # + reaped children of the script
+print(sum(v), user + nice + system + irq + softirq, steal, ours)
+PY
+}
+
+# other_load "SNAPSHOT_BEFORE" "SNAPSHOT_AFTER": print "OTHER STEAL": the percentage of the
+# machine's CPU time used by processes that are not ours, and stolen by the hypervisor.
+other_load() {
+  local t0 b0 s0 o0 t1 b1 s1 o1
+  read -r t0 b0 s0 o0 <<<"$1"
+  read -r t1 b1 s1 o1 <<<"$2"
+  awk -v dt=$((t1 - t0)) -v other=$(((b1 - b0) - (o1 - o0))) -v st=$((s1 - s0)) \
+    'BEGIN { if (dt <= 0) dt = 1; if (other < 0) other = 0; printf "%.0f %.0f\n", 100 * other / dt, 100 * st / dt }'
+}

@@ -1,0 +1,799 @@
+#include "conf/loader.h"
+
+#include <arpa/inet.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bloomproxy::conf {
+namespace {
+
+// Longest usable Unix socket path (sun_path holds a terminating NUL).
+constexpr size_t kMaxUnixPathLength = sizeof(sockaddr_un::sun_path) - 1;
+constexpr int64_t kMb = 1024 * 1024;
+// `timeout` is capped so that timeout * 1000 (milliseconds) still fits an int.
+constexpr int64_t kMaxTimeoutSeconds = INT_MAX / 1000;
+
+constexpr const char* kEnvUpstreamUser = "BLOOMPROXY_UPSTREAM_USER";
+constexpr const char* kEnvUpstreamPassword = "BLOOMPROXY_UPSTREAM_PASSWORD";
+constexpr const char* kEnvRequirepass = "BLOOMPROXY_REQUIREPASS";
+
+char ToLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (ToLower(a[i]) != ToLower(b[i])) return false;
+  }
+  return true;
+}
+
+std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+// ---------------------------------------------------------------------------------------------
+// Value parsers. Each returns false and sets *error (without the directive name, which the
+// caller prefixes) when `s` is not acceptable.
+
+bool ParseInt(std::string_view s, int64_t min, int64_t max, int64_t* out, std::string* error) {
+  int64_t value = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  if (s.empty() || ec == std::errc::invalid_argument || ptr != end) {
+    *error = Quote(s) + " is not a valid number";
+    return false;
+  }
+  if (ec == std::errc::result_out_of_range || value < min || value > max) {
+    *error = Quote(s) + (max == INT_MAX ? " must be at least " + std::to_string(min)
+                                        : " is out of range (" + std::to_string(min) + ".." +
+                                              std::to_string(max) + ")");
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+bool ParseIntField(std::string_view s, int min, int max, int* out, std::string* error) {
+  int64_t value = 0;
+  if (!ParseInt(s, min, max, &value, error)) return false;
+  *out = static_cast<int>(value);
+  return true;
+}
+
+// A TCP port: digits only, min..65535.
+bool ParsePort(std::string_view s, int min, int* out) {
+  int value = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  if (s.empty() || ec != std::errc() || ptr != end || value < min || value > 65535) return false;
+  *out = value;
+  return true;
+}
+
+// Memory sizes as in redis.conf: a number with an optional unit, case-insensitive:
+// b, k = 1000, kb = 1024, m = 1000^2, mb = 1024^2, g = 1000^3, gb = 1024^3.
+bool ParseMemory(std::string_view s, int64_t min, int64_t* out, std::string* error) {
+  size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  std::string_view unit = s.substr(digits);
+  int64_t multiplier = 0;
+  if (unit.empty() || EqualsIgnoreCase(unit, "b")) {
+    multiplier = 1;
+  } else if (EqualsIgnoreCase(unit, "k")) {
+    multiplier = 1000;
+  } else if (EqualsIgnoreCase(unit, "kb")) {
+    multiplier = 1024;
+  } else if (EqualsIgnoreCase(unit, "m")) {
+    multiplier = 1000 * 1000;
+  } else if (EqualsIgnoreCase(unit, "mb")) {
+    multiplier = kMb;
+  } else if (EqualsIgnoreCase(unit, "g")) {
+    multiplier = 1000 * 1000 * 1000;
+  } else if (EqualsIgnoreCase(unit, "gb")) {
+    multiplier = kMb * 1024;
+  }
+  int64_t number = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + digits, number);
+  if (digits == 0 || multiplier == 0 || ptr != s.data() + digits) {
+    *error = Quote(s) + " is not a valid memory size (e.g. 1048576, 64mb, 1gb)";
+    return false;
+  }
+  if (ec == std::errc::result_out_of_range || number > INT64_MAX / multiplier) {
+    *error = Quote(s) + " is too large";
+    return false;
+  }
+  if (number * multiplier < min) {
+    *error = Quote(s) + " is below the minimum of " + std::to_string(min / kMb) + "mb";
+    return false;
+  }
+  *out = number * multiplier;
+  return true;
+}
+
+bool IsIpLiteral(const std::string& s, int family) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(family, s.c_str(), buf) == 1;
+}
+
+// "HOST:PORT", "[IPv6]:PORT" or "unix:/path".
+bool ParseUpstream(const std::string& s, std::string* error) {
+  const std::string kForms = " (expected HOST:PORT, [IPv6]:PORT or unix:/path)";
+  if (s.compare(0, 5, "unix:") == 0) {
+    std::string_view path = std::string_view(s).substr(5);
+    if (path.empty()) {
+      *error = Quote(s) + " has an empty socket path" + kForms;
+      return false;
+    }
+    if (path.size() > kMaxUnixPathLength) {
+      *error =
+          Quote(s) + ": socket path longer than " + std::to_string(kMaxUnixPathLength) + " bytes";
+      return false;
+    }
+    return true;
+  }
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos) {
+    *error = Quote(s) + " has no port" + kForms;
+    return false;
+  }
+  std::string host = s.substr(0, colon);
+  int port = 0;
+  if (!ParsePort(std::string_view(s).substr(colon + 1), 1, &port)) {
+    *error = Quote(s) + " has an invalid port (1..65535)";
+    return false;
+  }
+  if (!host.empty() && host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']' ||
+        !IsIpLiteral(host.substr(1, host.size() - 2), AF_INET6)) {
+      *error = Quote(s) + " has an invalid IPv6 address" + kForms;
+      return false;
+    }
+    return true;
+  }
+  if (host.find(':') != std::string::npos) {
+    *error = Quote(s) + ": an IPv6 address must be in brackets, e.g. [::1]:6379";
+    return false;
+  }
+  bool host_ok = !host.empty();
+  for (char c : host) {
+    bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '.' || c == '-' || c == '_';
+    host_ok = host_ok && allowed;
+  }
+  if (!host_ok) {
+    *error = Quote(s) + " has an invalid host" + kForms;
+    return false;
+  }
+  return true;
+}
+
+bool ParseLogLevel(std::string_view s, LogLevel* out) {
+  for (LogLevel level :
+       {LogLevel::kDebug, LogLevel::kVerbose, LogLevel::kNotice, LogLevel::kWarning}) {
+    if (EqualsIgnoreCase(s, LogLevelName(level))) {
+      *out = level;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string ShowMemory(int64_t bytes) {
+  static constexpr struct {
+    int64_t size;
+    const char* unit;
+  } kUnits[] = {{kMb * 1024, "gb"}, {kMb, "mb"}, {1024, "kb"}};
+  for (const auto& u : kUnits) {
+    if (bytes != 0 && bytes % u.size == 0) return std::to_string(bytes / u.size) + u.unit;
+  }
+  return std::to_string(bytes);
+}
+
+std::string ShowString(const std::string& s, const char* if_empty) {
+  return s.empty() ? if_empty : s;
+}
+
+std::string ShowSecret(const std::string& s) { return s.empty() ? "none" : "(set)"; }
+
+// ---------------------------------------------------------------------------------------------
+// The directive table: one row per setting, shared by the config file, the flags and Usage().
+
+// State of one source (a file, or the command line) while its directives are applied.
+struct SourceState {
+  Options* options;
+  std::vector<std::string> users;  // user names this source has defined so far
+};
+
+using ApplyFn = bool (*)(const std::vector<std::string>& args, SourceState* state,
+                         std::string* error);
+using ShowFn = std::string (*)(const Options& options);
+
+struct Directive {
+  const char* name;
+  int argc;              // arguments after the name, in the config file
+  const char* arg_help;  // the flag's argument, for Usage()
+  const char* help;      // one line, for Usage()
+  ApplyFn apply;
+  ShowFn show;  // the value in *options, for the "(default ...)" of Usage()
+};
+
+bool ApplyUser(const std::vector<std::string>& args, SourceState* state, std::string* error) {
+  const std::string& name = args[0];
+  if (name.empty()) {
+    *error = "the user name is empty";
+    return false;
+  }
+  if (name == "default") {
+    *error = "use requirepass to set the password of user 'default'";
+    return false;
+  }
+  for (const std::string& seen : state->users) {
+    if (seen == name) {
+      *error = "user " + Quote(name) + " is defined twice";
+      return false;
+    }
+  }
+  state->users.push_back(name);
+  // A later source overrides an earlier one's user of the same name.
+  for (User& user : state->options->users) {
+    if (user.name == name) {
+      user.password = args[1];
+      return true;
+    }
+  }
+  state->options->users.push_back(User{name, args[1]});
+  return true;
+}
+
+// Captureless lambdas keep each directive's parsing next to its name.
+const Directive kDirectives[] = {
+    {"bind", 1, "ADDR", "IPv4 or IPv6 address to listen on",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (!IsIpLiteral(a[0], AF_INET) && !IsIpLiteral(a[0], AF_INET6)) {
+         *e = Quote(a[0]) + " is not an IPv4 or IPv6 address";
+         return false;
+       }
+       s->options->bind = a[0];
+       return true;
+     },
+     [](const Options& o) { return o.bind; }},
+    {"port", 1, "N", "TCP port to listen on; 0 = no TCP listener",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (!ParsePort(a[0], 0, &s->options->port)) {
+         *e = Quote(a[0]) + " is not a valid port";
+         return false;
+       }
+       return true;
+     },
+     [](const Options& o) { return std::to_string(o.port); }},
+    {"unixsocket", 1, "PATH", "Unix socket to listen on",
+     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
+       s->options->unixsocket = a[0];
+       return true;
+     },
+     [](const Options& o) { return ShowString(o.unixsocket, "none"); }},
+    {"unixsocketperm", 1, "OCTAL", "Unix socket permissions, e.g. 700; 0 = as created",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       int perm = 0;
+       const char* end = a[0].data() + a[0].size();
+       auto [ptr, ec] = std::from_chars(a[0].data(), end, perm, 8);
+       if (a[0].empty() || ec != std::errc() || ptr != end || perm < 0 || perm > 0777) {
+         *e = Quote(a[0]) + " is not a valid octal permission (e.g. 700)";
+         return false;
+       }
+       s->options->unixsocketperm = perm;
+       return true;
+     },
+     [](const Options& o) {
+       char buf[8];
+       snprintf(buf, sizeof(buf), "%o", o.unixsocketperm);
+       return std::string(buf);
+     }},
+    {"upstream", 1, "ADDR", "Redis: HOST:PORT, [IPv6]:PORT or unix:/path",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (!ParseUpstream(a[0], e)) return false;
+       s->options->upstream = a[0];
+       return true;
+     },
+     [](const Options& o) { return ShowString(o.upstream, "none"); }},
+    {"upstream-user", 1, "NAME", "user the proxy AUTHs as upstream",
+     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
+       s->options->upstream_user = a[0];
+       return true;
+     },
+     [](const Options& o) { return ShowString(o.upstream_user, "none"); }},
+    {"upstream-password", 1, "PASS", "password the proxy AUTHs with upstream",
+     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
+       s->options->upstream_password = a[0];
+       return true;
+     },
+     [](const Options& o) { return ShowSecret(o.upstream_password); }},
+    {"upstream-connections", 1, "N", "shared, multiplexed upstream connections (1..64)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 1, 64, &s->options->upstream_connections, e);
+     },
+     [](const Options& o) { return std::to_string(o.upstream_connections); }},
+    {"pinned-pool-size", 1, "N", "idle pinned upstream connections kept (0..10000)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 0, 10000, &s->options->pinned_pool_size, e);
+     },
+     [](const Options& o) { return std::to_string(o.pinned_pool_size); }},
+    {"connect-timeout-ms", 1, "MS", "upstream connect timeout in milliseconds",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 1, INT_MAX, &s->options->connect_timeout_ms, e);
+     },
+     [](const Options& o) { return std::to_string(o.connect_timeout_ms); }},
+    {"reconnect-max-ms", 1, "MS", "longest wait between upstream reconnect attempts",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 1, INT_MAX, &s->options->reconnect_max_ms, e);
+     },
+     [](const Options& o) { return std::to_string(o.reconnect_max_ms); }},
+    {"requirepass", 1, "PASS", "clients' password for user 'default'",
+     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
+       s->options->requirepass = a[0];
+       return true;
+     },
+     [](const Options& o) { return ShowSecret(o.requirepass); }},
+    {"user", 2, "NAME:PASS", "a user clients may AUTH as (repeatable)", ApplyUser,
+     [](const Options& o) { return std::string(o.users.empty() ? "none" : "(set)"); }},
+    {"maxclients", 1, "N", "most client connections at once",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 1, INT_MAX, &s->options->maxclients, e);
+     },
+     [](const Options& o) { return std::to_string(o.maxclients); }},
+    {"timeout", 1, "SECS", "close a client idle this many seconds; 0 = never",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 0, kMaxTimeoutSeconds, &s->options->timeout, e);
+     },
+     [](const Options& o) { return std::to_string(o.timeout); }},
+    {"proto-max-bulk-len", 1, "SIZE", "largest bulk argument accepted (>= 1mb)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseMemory(a[0], kMb, &s->options->proto_max_bulk_len, e);
+     },
+     [](const Options& o) { return ShowMemory(o.proto_max_bulk_len); }},
+    {"client-query-buffer-limit", 1, "SIZE", "most unparsed request bytes per client (>= 1mb)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseMemory(a[0], kMb, &s->options->client_query_buffer_limit, e);
+     },
+     [](const Options& o) { return ShowMemory(o.client_query_buffer_limit); }},
+    {"loglevel", 1, "LEVEL", "debug, verbose, notice or warning",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (!ParseLogLevel(a[0], &s->options->loglevel)) {
+         *e = Quote(a[0]) + " is not a log level (debug, verbose, notice, warning)";
+         return false;
+       }
+       return true;
+     },
+     [](const Options& o) { return std::string(LogLevelName(o.loglevel)); }},
+    {"logfile", 1, "PATH", "file to log to; empty = stderr",
+     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
+       s->options->logfile = a[0];
+       return true;
+     },
+     [](const Options& o) { return ShowString(o.logfile, "stderr"); }},
+    {"shutdown-timeout-ms", 1, "MS", "on shutdown, time left for in-flight requests",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 0, INT_MAX, &s->options->shutdown_timeout_ms, e);
+     },
+     [](const Options& o) { return std::to_string(o.shutdown_timeout_ms); }},
+};
+
+const Directive* FindDirective(std::string_view name) {
+  for (const Directive& d : kDirectives) {
+    if (EqualsIgnoreCase(name, d.name)) return &d;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Splitting a line into words exactly like Redis's sdssplitargs (src/sds.c), so a config line
+// means the same to bloomproxy as to redis-server.
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Returns false on unbalanced quotes (or a closing quote not followed by a space).
+bool SplitArgs(std::string_view line, std::vector<std::string>* args) {
+  args->clear();
+  // sdssplitargs works on a C string: the end, and any NUL, terminates the line.
+  auto at = [line](size_t i) { return i < line.size() ? line[i] : '\0'; };
+  size_t p = 0;
+  while (true) {
+    while (at(p) != '\0' && IsSpace(at(p))) ++p;
+    if (at(p) == '\0') return true;
+    bool in_double = false;
+    bool in_single = false;
+    bool done = false;
+    std::string current;
+    while (!done) {
+      char c = at(p);
+      if (in_double) {
+        if (c == '\\' && at(p + 1) == 'x' && HexValue(at(p + 2)) >= 0 && HexValue(at(p + 3)) >= 0) {
+          current.push_back(static_cast<char>(HexValue(at(p + 2)) * 16 + HexValue(at(p + 3))));
+          p += 3;
+        } else if (c == '\\' && at(p + 1) != '\0') {
+          ++p;
+          switch (at(p)) {
+            case 'n':
+              current.push_back('\n');
+              break;
+            case 'r':
+              current.push_back('\r');
+              break;
+            case 't':
+              current.push_back('\t');
+              break;
+            case 'b':
+              current.push_back('\b');
+              break;
+            case 'a':
+              current.push_back('\a');
+              break;
+            default:
+              current.push_back(at(p));
+              break;
+          }
+        } else if (c == '"') {
+          if (at(p + 1) != '\0' && !IsSpace(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;
+        } else {
+          current.push_back(c);
+        }
+      } else if (in_single) {
+        if (c == '\\' && at(p + 1) == '\'') {
+          ++p;
+          current.push_back('\'');
+        } else if (c == '\'') {
+          if (at(p + 1) != '\0' && !IsSpace(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;
+        } else {
+          current.push_back(c);
+        }
+      } else {
+        switch (c) {
+          case ' ':
+          case '\n':
+          case '\r':
+          case '\t':
+          case '\0':
+            done = true;
+            break;
+          case '"':
+            in_double = true;
+            break;
+          case '\'':
+            in_single = true;
+            break;
+          default:
+            current.push_back(c);
+            break;
+        }
+      }
+      if (at(p) != '\0') ++p;
+    }
+    args->push_back(std::move(current));
+  }
+}
+
+std::string_view Trim(std::string_view s) {
+  // As Redis trims config lines: " \t\r\n".
+  constexpr std::string_view kBlanks = " \t\r\n";
+  size_t begin = s.find_first_not_of(kBlanks);
+  if (begin == std::string_view::npos) return {};
+  size_t end = s.find_last_not_of(kBlanks);
+  return s.substr(begin, end - begin + 1);
+}
+
+void ParseText(std::string_view text, std::string_view source_name, SourceState* state,
+               std::vector<std::string>* errors) {
+  std::vector<std::string> args;
+  size_t line_number = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t newline = text.find('\n', pos);
+    if (newline == std::string_view::npos) newline = text.size();
+    std::string_view line = Trim(text.substr(pos, newline - pos));
+    pos = newline + 1;
+    ++line_number;
+    if (line.empty() || line.front() == '#') continue;
+
+    std::string where = std::string(source_name) + ":" + std::to_string(line_number) + ": ";
+    if (!SplitArgs(line, &args)) {
+      errors->push_back(where + "unbalanced quotes");
+      continue;
+    }
+    if (args.empty()) continue;
+    const Directive* directive = FindDirective(args[0]);
+    if (directive == nullptr) {
+      errors->push_back(where + "unknown directive " + Quote(args[0]));
+      continue;
+    }
+    int given = static_cast<int>(args.size()) - 1;
+    if (given != directive->argc) {
+      errors->push_back(where + "wrong number of arguments for '" + directive->name +
+                        "' (expected " + std::to_string(directive->argc) + ", got " +
+                        std::to_string(given) + ")");
+      continue;
+    }
+    args.erase(args.begin());
+    std::string error;
+    if (!directive->apply(args, state, &error)) {
+      errors->push_back(where + directive->name + ": " + error);
+    }
+  }
+}
+
+// One `--name value` of the command line, applied after the file and the environment.
+struct Flag {
+  const Directive* directive;
+  std::string value;
+};
+
+void ApplyFlag(const Flag& flag, SourceState* state, std::vector<std::string>* errors) {
+  const Directive& d = *flag.directive;
+  std::string prefix = std::string("--") + d.name + ": ";
+  std::vector<std::string> args;
+  if (d.argc == 2) {
+    // Only `user`: NAME:PASSWORD, split at the first ':' (a password may contain ':'). The
+    // value is never echoed: it holds a password.
+    size_t colon = flag.value.find(':');
+    if (colon == std::string::npos) {
+      errors->push_back(prefix + "expected " + d.arg_help);
+      return;
+    }
+    args = {flag.value.substr(0, colon), flag.value.substr(colon + 1)};
+  } else {
+    args = {flag.value};
+  }
+  std::string error;
+  if (!d.apply(args, state, &error)) errors->push_back(prefix + error);
+}
+
+void LoadFile(const std::string& path, Options* options, std::vector<std::string>* errors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    errors->push_back("cannot open config file " + Quote(path) + ": " + std::strerror(errno));
+    return;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    errors->push_back("cannot read config file " + Quote(path) + ": " + std::strerror(errno));
+    return;
+  }
+  ParseConfigText(text.str(), path, options, errors);
+}
+
+bool IsLoopbackOrWildcard(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "0.0.0.0" ||
+         host == "::";
+}
+
+}  // namespace
+
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kVerbose:
+      return "verbose";
+    case LogLevel::kNotice:
+      return "notice";
+    case LogLevel::kWarning:
+      return "warning";
+  }
+  return "unknown";
+}
+
+void ParseConfigText(std::string_view text, std::string_view source_name, Options* options,
+                     std::vector<std::string>* errors) {
+  SourceState state{options, {}};
+  ParseText(text, source_name, &state, errors);
+}
+
+void Validate(const Options& options, std::vector<std::string>* errors) {
+  if (options.port == 0 && options.unixsocket.empty()) {
+    errors->push_back("no listener: port is 0 and unixsocket is not set");
+  }
+  if (options.unixsocket.size() > kMaxUnixPathLength) {
+    errors->push_back("unixsocket: path longer than " + std::to_string(kMaxUnixPathLength) +
+                      " bytes");
+  }
+  if (options.upstream.empty()) {
+    errors->push_back(
+        "no upstream: set 'upstream' in the config file or pass --upstream "
+        "(HOST:PORT, [IPv6]:PORT or unix:/path)");
+  } else if (options.upstream.compare(0, 5, "unix:") == 0) {
+    if (!options.unixsocket.empty() && options.upstream.substr(5) == options.unixsocket) {
+      errors->push_back("upstream is the proxy's own unixsocket");
+    }
+  } else if (options.port != 0) {
+    // Catch the obvious loop: the proxy forwarding to itself.
+    size_t colon = options.upstream.rfind(':');
+    std::string host = options.upstream.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    int port = 0;
+    if (ParsePort(std::string_view(options.upstream).substr(colon + 1), 1, &port) &&
+        port == options.port &&
+        (host == options.bind ||
+         (IsLoopbackOrWildcard(host) && IsLoopbackOrWildcard(options.bind)))) {
+      errors->push_back("upstream " + Quote(options.upstream) +
+                        " is the proxy's own listening address");
+    }
+  }
+  if (!options.upstream_user.empty() && options.upstream_password.empty()) {
+    errors->push_back("upstream-user is set but upstream-password is not");
+  }
+  if (options.proto_max_bulk_len > options.client_query_buffer_limit) {
+    errors->push_back("proto-max-bulk-len (" + ShowMemory(options.proto_max_bulk_len) +
+                      ") exceeds client-query-buffer-limit (" +
+                      ShowMemory(options.client_query_buffer_limit) +
+                      "): such a bulk could never be received");
+  }
+}
+
+LoadResult LoadOptions(int argc, const char* const* argv,
+                       const std::function<const char*(const char*)>& getenv_fn) {
+  LoadResult result;
+  std::vector<std::string>& errors = result.errors;
+
+  // Pass 1: read the command line, keeping the settings to apply them last.
+  std::vector<Flag> flags;
+  std::string config_path;
+  bool have_config = false;
+  bool options_ended = false;  // after "--", every argument is positional
+  auto set_config = [&](const std::string& path) {
+    if (have_config) {
+      errors.push_back("more than one config file given (" + Quote(config_path) + " and " +
+                       Quote(path) + ")");
+      return;
+    }
+    have_config = true;
+    config_path = path;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i] != nullptr ? argv[i] : "";
+    if (options_ended || arg.empty() || arg[0] != '-' || arg == "-") {
+      set_config(std::string(arg));
+      continue;
+    }
+    if (arg == "--") {
+      options_ended = true;
+      continue;
+    }
+    if (arg == "-h") {
+      result.help = true;
+      continue;
+    }
+    if (arg == "-v") {
+      result.version = true;
+      continue;
+    }
+    if (arg.size() < 3 || arg[1] != '-') {
+      errors.push_back("unknown option " + Quote(arg));
+      continue;
+    }
+    std::string_view name = arg.substr(2);
+    std::optional<std::string> inline_value;
+    if (size_t eq = name.find('='); eq != std::string_view::npos) {
+      inline_value = std::string(name.substr(eq + 1));
+      name = name.substr(0, eq);
+    }
+    std::string flag_name = "--" + std::string(name);
+
+    // Flags without a value.
+    bool* switch_flag = EqualsIgnoreCase(name, "help")        ? &result.help
+                        : EqualsIgnoreCase(name, "version")   ? &result.version
+                        : EqualsIgnoreCase(name, "test-conf") ? &result.test_conf
+                                                              : nullptr;
+    if (switch_flag != nullptr) {
+      if (inline_value) {
+        errors.push_back(flag_name + ": takes no value");
+      } else {
+        *switch_flag = true;
+      }
+      continue;
+    }
+
+    const Directive* directive = FindDirective(name);
+    bool is_config = EqualsIgnoreCase(name, "config");
+    if (directive == nullptr && !is_config) {
+      errors.push_back("unknown option " + Quote(flag_name));
+      // A misspelt `--requirepas secret` most likely has a value: skip it, so that it is not
+      // taken for a config file name (and echoed in "cannot open config file 'secret'").
+      if (!inline_value && i + 1 < argc && argv[i + 1] != nullptr && argv[i + 1][0] != '-') ++i;
+      continue;
+    }
+    std::string value;
+    if (inline_value) {
+      value = std::move(*inline_value);
+    } else if (i + 1 < argc && argv[i + 1] != nullptr) {
+      value = argv[++i];
+    } else {
+      errors.push_back(flag_name + ": missing value");
+      continue;
+    }
+    if (is_config) {
+      set_config(value);
+    } else {
+      flags.push_back(Flag{directive, std::move(value)});
+    }
+  }
+
+  // Pass 2: the config file.
+  if (have_config) {
+    result.options.config_file = config_path;
+    LoadFile(config_path, &result.options, &errors);
+  }
+
+  // Pass 3: the environment. Empty counts as unset, so that a template passing an undefined
+  // variable through (`BLOOMPROXY_REQUIREPASS=${PASS}`) cannot silently remove a password.
+  auto env = [&getenv_fn](const char* name, std::string* field) {
+    const char* value = getenv_fn(name);
+    if (value != nullptr && value[0] != '\0') *field = value;
+  };
+  env(kEnvUpstreamUser, &result.options.upstream_user);
+  env(kEnvUpstreamPassword, &result.options.upstream_password);
+  env(kEnvRequirepass, &result.options.requirepass);
+
+  // Pass 4: the flags, in order (a repeated flag: the last one wins, except `user`).
+  SourceState flag_state{&result.options, {}};
+  for (const Flag& flag : flags) ApplyFlag(flag, &flag_state, &errors);
+
+  if (!result.help && !result.version) Validate(result.options, &errors);
+  return result;
+}
+
+std::string Usage() {
+  const Options defaults;
+  std::string out =
+      "Usage: bloomproxy [CONFIG_FILE] [--config FILE] [--name value | --name=value]...\n"
+      "\n"
+      "A Redis-protocol proxy. Every option below is also a config-file directive (the name\n"
+      "without \"--\"; `user NAME PASSWORD` in a file). Precedence: defaults < config file <\n"
+      "environment < flags. Sizes take units: k=1000, kb=1024, m, mb, g, gb (any case).\n"
+      "Environment: BLOOMPROXY_UPSTREAM_USER, BLOOMPROXY_UPSTREAM_PASSWORD and\n"
+      "BLOOMPROXY_REQUIREPASS set --upstream-user, --upstream-password and --requirepass\n"
+      "(secrets need not appear in the process list).\n"
+      "\n";
+  auto line = [&out](const std::string& flag, const std::string& help) {
+    // Help starts in column 37: the longest flag, "--client-query-buffer-limit SIZE", fits.
+    std::string left = "  " + flag + " ";
+    if (left.size() < 37) left.resize(37, ' ');
+    out += left + help + "\n";
+  };
+  line("--config FILE", "config file to read (or FILE alone, like redis-server)");
+  for (const Directive& d : kDirectives) {
+    line(std::string("--") + d.name + " " + d.arg_help,
+         std::string(d.help) + " (default " + d.show(defaults) + ")");
+  }
+  line("--test-conf", "check the configuration, print errors, exit");
+  line("-h, --help", "print this help and exit");
+  line("-v, --version", "print the version and exit");
+  return out;
+}
+
+}  // namespace bloomproxy::conf

@@ -1,0 +1,486 @@
+"""Shared helpers of the integration tests: processes (redis-server, bloomproxy), free ports and
+a raw RESP2 socket client for byte-exact checks.
+
+Only the Python standard library and redis-py (Debian's python3-redis) are used.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+HOST = "127.0.0.1"
+REPO = Path(__file__).resolve().parents[2]
+BLOOMPROXY_BIN = os.environ.get("BLOOMPROXY_BIN", str(REPO / "build" / "bloomproxy"))
+REDIS_SERVER = os.environ.get("REDIS_SERVER_BIN", "redis-server")
+
+# Environment variables the proxy reads; never inherited from the caller's environment.
+PROXY_ENV_VARS = ("BLOOMPROXY_UPSTREAM_PASSWORD", "BLOOMPROXY_UPSTREAM_USER",
+                  "BLOOMPROXY_REQUIREPASS")
+
+
+def free_port():
+    """A TCP port on the loopback that was free a moment ago (bind to port 0, read, close)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout, interval=0.05, what="condition"):
+    """Polls `predicate` until it returns a truthy value; returns it, or raises AssertionError."""
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - polling: remember and retry
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}"
+                                 + (f" (last error: {last_exc!r})" if last_exc else ""))
+        time.sleep(interval)
+
+
+def tail(path, limit=60000):
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return f"<cannot read {path}: {exc}>"
+    if len(data) > limit:
+        data = b"...[truncated]...\n" + data[-limit:]
+    return data.decode("utf-8", "replace")
+
+
+# ---------------------------------------------------------------------------------------------
+# RESP2
+
+
+class Simple(bytes):
+    """A RESP simple string (+...)."""
+
+
+class Err(bytes):
+    """A RESP error reply (-...), without the '-' and CRLF."""
+
+
+class Incomplete(Exception):
+    pass
+
+
+def parse_resp(buf, pos=0):
+    """Parses one RESP2 value at buf[pos:]. Returns (value, end). Raises Incomplete.
+
+    +x -> Simple, -x -> Err, :n -> int, $n -> bytes or None, *n -> list or None.
+    """
+    end = buf.find(b"\r\n", pos)
+    if end < 0:
+        raise Incomplete()
+    kind, line = buf[pos:pos + 1], buf[pos + 1:end]
+    pos = end + 2
+    if kind == b"+":
+        return Simple(line), pos
+    if kind == b"-":
+        return Err(line), pos
+    if kind == b":":
+        return int(line), pos
+    if kind == b"$":
+        n = int(line)
+        if n < 0:
+            return None, pos
+        if len(buf) < pos + n + 2:
+            raise Incomplete()
+        if buf[pos + n:pos + n + 2] != b"\r\n":
+            raise ValueError(f"bulk not terminated by CRLF at {pos + n}: {buf[pos + n:pos + n + 2]!r}")
+        return bytes(buf[pos:pos + n]), pos + n + 2
+    if kind == b"*":
+        n = int(line)
+        if n < 0:
+            return None, pos
+        items = []
+        for _ in range(n):
+            item, pos = parse_resp(buf, pos)
+            items.append(item)
+        return items, pos
+    raise ValueError(f"not a RESP reply at offset {pos}: {bytes(buf[pos - 1:pos + 40])!r}")
+
+
+def encode_command(*args):
+    """Multibulk encoding of a command."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class RawConn:
+    """A blocking socket speaking raw bytes, with helpers to read whole RESP replies."""
+
+    def __init__(self, port=None, host=HOST, unix=None, timeout=5.0):
+        if unix:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(unix)
+        else:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.timeout = timeout
+        self.buf = bytearray()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def send_quietly(self, data):
+        """Sends what the peer accepts; a peer that closed early is not an error here."""
+        try:
+            self.sock.sendall(data)
+            return True
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+
+    def command(self, *args):
+        """Sends one multibulk command and returns its parsed reply."""
+        self.send(encode_command(*args))
+        return self.read_reply()
+
+    def _fill(self, timeout=None):
+        self.sock.settimeout(self.timeout if timeout is None else timeout)
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError("connection closed by peer; unread bytes: %r" % bytes(self.buf[:200]))
+        self.buf += chunk
+
+    def read_reply_raw(self):
+        """Bytes of exactly one complete RESP reply."""
+        while True:
+            try:
+                _, end = parse_resp(self.buf, 0)
+            except Incomplete:
+                self._fill()
+                continue
+            raw = bytes(self.buf[:end])
+            del self.buf[:end]
+            return raw
+
+    def read_reply(self):
+        return parse_resp(self.read_reply_raw())[0]
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data = bytes(self.buf[:n])
+        del self.buf[:n]
+        return data
+
+    def read_until_eof(self, timeout=5.0):
+        """All bytes until the peer closes. AssertionError if it does not close within timeout.
+
+        A reset after the data counts as a close (a server closing a socket with unread input
+        sends RST; the bytes before it are still delivered)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("peer did not close the connection within %ss; got %r"
+                                     % (timeout, bytes(self.buf[:300])))
+            try:
+                self.sock.settimeout(left)
+                chunk = self.sock.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                data = bytes(self.buf)
+                self.buf.clear()
+                return data
+            self.buf += chunk
+
+    def is_closed(self, wait=0.0):
+        """True if the peer closed (EOF or reset) within `wait` seconds and sent nothing."""
+        self.sock.settimeout(wait if wait > 0 else 0.001)
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except socket.timeout:
+            return False
+        except BlockingIOError:
+            return False
+        except ConnectionResetError:
+            return True
+        if chunk:
+            self.buf += chunk
+            return False
+        return True
+
+
+def roundtrip_raw(port, data, unix=None, timeout=5.0, expect_close=False):
+    """Sends `data` on a fresh connection and returns the bytes received until the peer closes
+    (expect_close) or until `timeout` of silence after the last byte."""
+    with RawConn(port, unix=unix, timeout=timeout) as c:
+        c.send_quietly(data)
+        if expect_close:
+            return c.read_until_eof(timeout)
+        out = bytearray()
+        c.sock.settimeout(timeout)
+        while True:
+            try:
+                chunk = c.sock.recv(1 << 20)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+
+def read_replies(conn, n):
+    """n consecutive raw replies from RawConn `conn`, concatenated."""
+    return b"".join(conn.read_reply_raw() for _ in range(n))
+
+
+def ping_ok(port=None, unix=None, timeout=1.0, accept_noauth=True):
+    try:
+        with RawConn(port, unix=unix, timeout=timeout) as c:
+            c.send(b"*1\r\n$4\r\nPING\r\n")
+            reply = c.read_reply()
+    except (OSError, EOFError):
+        return False
+    if reply == b"PONG" and isinstance(reply, Simple):
+        return True
+    return accept_noauth and isinstance(reply, Err) and reply.startswith(b"NOAUTH")
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+class RedisServer:
+    """A redis-server on a free loopback port, no persistence, in its own directory."""
+
+    def __init__(self, workdir, port=None, extra_args=(), password=None):
+        self.host = HOST
+        self.port = port or free_port()
+        self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.extra_args = list(extra_args)
+        self.password = password
+        self.proc = None
+        self.log_path = self.dir / "redis.log"
+        self.starts = 0
+
+    def start(self, timeout=10.0):
+        """Starts the server (on the same port as before) and waits for PING."""
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        args = [REDIS_SERVER, "--port", str(self.port), "--bind", HOST, "--save", "",
+                "--appendonly", "no", "--dir", str(self.dir), "--protected-mode", "no",
+                *self.extra_args]
+        if self.password:
+            args += ["--requirepass", self.password]
+        self.starts += 1
+        log = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=self.dir)
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout
+        while not ping_ok(self.port, timeout=0.5):
+            if self.proc.poll() is not None:
+                raise RuntimeError("redis-server exited with %s:\n%s"
+                                   % (self.proc.returncode, tail(self.log_path)))
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError("redis-server did not answer PING:\n" + tail(self.log_path))
+            time.sleep(0.02)
+        return self
+
+    def kill(self):
+        """SIGKILL (an abrupt upstream failure) and reap."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self):
+        self.kill()
+
+    def restart(self):
+        self.kill()
+        return self.start()
+
+    @property
+    def address(self):
+        return (self.host, self.port)
+
+    def client(self, db=0, **kw):
+        import redis
+        return redis.Redis(host=self.host, port=self.port, db=db, password=self.password,
+                           socket_timeout=10, **kw)
+
+
+# Servers started by the fixtures, by port (for restart_redis_server).
+REDIS_BY_PORT = {}
+
+
+def start_redis_with_retry(workdir, extra_args=(), password=None, attempts=4):
+    last = None
+    for i in range(attempts):
+        server = RedisServer(Path(workdir) / f"try{i}", extra_args=extra_args, password=password)
+        try:
+            server.start()
+        except RuntimeError as exc:  # most likely the port was taken meanwhile: another port
+            last = exc
+            continue
+        REDIS_BY_PORT[server.port] = server
+        return server
+    raise last
+
+
+def restart_redis_server(port, kill_only=False):
+    """Kills the redis-server the fixtures started on `port` and (unless kill_only) starts a
+    new one on the same port. Returns the RedisServer."""
+    server = REDIS_BY_PORT[port]
+    server.kill()
+    if not kill_only:
+        server.start()
+    return server
+
+
+class Proxy:
+    """A running bloomproxy. Unpacks as (host, port, process)."""
+
+    def __init__(self, host, port, process, log_path, unixsocket=None, args=None):
+        self.host = host
+        self.port = port
+        self.process = process
+        self.log_path = log_path
+        self.unixsocket = unixsocket
+        self.args = args or []
+        self.expected_exit = 0  # checked at teardown after SIGTERM; None = do not check
+
+    def __iter__(self):
+        return iter((self.host, self.port, self.process))
+
+    def __getitem__(self, i):
+        return (self.host, self.port, self.process)[i]
+
+    def client(self, db=0, **kw):
+        import redis
+        if self.port:
+            return redis.Redis(host=self.host, port=self.port, db=db, socket_timeout=10, **kw)
+        return redis.Redis(unix_socket_path=self.unixsocket, db=db, socket_timeout=10, **kw)
+
+    def raw(self, timeout=5.0):
+        if self.port:
+            return RawConn(self.port, timeout=timeout)
+        return RawConn(unix=self.unixsocket, timeout=timeout)
+
+    def log(self):
+        return tail(self.log_path)
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def terminate_and_wait(self, sig=signal.SIGTERM, timeout=10.0):
+        """Sends `sig` and returns the exit code (AssertionError if it does not exit)."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+            raise AssertionError(f"bloomproxy did not exit within {timeout}s of signal {sig!r}")
+
+
+def proxy_env(extra_env=None):
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_ENV_VARS}
+    env.update(extra_env or {})
+    return env
+
+
+def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocket=None,
+                tcp=True, ready_timeout=10.0, attempts=3):
+    """Starts bloomproxy and waits until it accepts connections and answers PING (PONG, or
+    NOAUTH when a password is required)."""
+    if not os.path.exists(BLOOMPROXY_BIN):
+        raise RuntimeError(f"bloomproxy binary not found at {BLOOMPROXY_BIN} "
+                           "(build it, or set BLOOMPROXY_BIN)")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    last_error = None
+    for attempt in range(attempts):
+        p = (port or free_port()) if tcp else 0
+        args = [BLOOMPROXY_BIN, "--port", str(p), "--bind", HOST]
+        if upstream is not None:
+            args += ["--upstream", upstream if isinstance(upstream, str)
+                     else "%s:%d" % tuple(upstream)]
+        if unixsocket:
+            args += ["--unixsocket", str(unixsocket)]
+        args += [str(a) for a in extra_args]
+        log_path = workdir / f"bloomproxy-{p}-{attempt}.log"
+        with open(log_path, "wb") as log:
+            log.write(("$ " + " ".join(args) + "\n").encode())
+            log.flush()
+            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=proxy_env(env), cwd=workdir)
+        proxy = Proxy(HOST, p, proc, log_path, unixsocket=str(unixsocket) if unixsocket else None,
+                      args=args)
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                last_error = RuntimeError("bloomproxy exited with code %s during startup:\n%s"
+                                          % (proc.returncode, tail(log_path)))
+                break
+            if ping_ok(p if tcp else None, unix=None if tcp else str(unixsocket), timeout=1.0):
+                if unixsocket and tcp:
+                    wait_until(lambda: ping_ok(unix=str(unixsocket)), 5, what="unix socket")
+                return proxy
+            if time.monotonic() > deadline:
+                proxy.terminate_and_wait(signal.SIGKILL, 5)
+                raise RuntimeError("bloomproxy did not answer PING within %ss:\n%s"
+                                   % (ready_timeout, tail(log_path)))
+            time.sleep(0.02)
+        log_text = tail(log_path).lower()
+        if port or not tcp or "in use" not in log_text:
+            raise last_error
+    raise last_error
+
+
+def replies_of(port, payload, nreplies, unix=None, timeout=10.0):
+    """Sends `payload` in one write on a fresh connection; returns the list of the first
+    `nreplies` raw replies."""
+    with RawConn(port, unix=unix, timeout=timeout) as c:
+        c.send(payload)
+        return [c.read_reply_raw() for _ in range(nreplies)]
+
+
+def compare_with_redis(proxy_port, redis_server, payload, nreplies):
+    """Runs `payload` through the proxy, then (after FLUSHALL) directly against redis-server,
+    asserts both produced byte-identical replies and returns them."""
+    flush = encode_command("FLUSHALL")
+    replies_of(redis_server.port, flush, 1)
+    via_proxy = replies_of(proxy_port, payload, nreplies)
+    replies_of(redis_server.port, flush, 1)
+    direct = replies_of(redis_server.port, payload, nreplies)
+    for i, (p, d) in enumerate(zip(via_proxy, direct)):
+        assert p == d, f"reply #{i} differs: proxy {p[:300]!r} vs redis {d[:300]!r}"
+    return via_proxy

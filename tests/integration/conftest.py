@@ -1,0 +1,154 @@
+"""pytest fixtures of the bloomproxy integration tests.
+
+Every test gets its own redis-server (free loopback port, no persistence, private directory) and
+its own proxies, so test files can run in parallel (ctest -j).
+
+    redis_server      -> (host, port) of a fresh redis-server
+    redis_instance    -> the same server as a bp_helpers.RedisServer (kill(), start(), client())
+    redis_factory     -> starts more redis-servers: redis_factory(extra_args=(), password=None)
+    restart_redis     -> restart_redis(port): kill the server on `port`, start a new one there
+    proxy             -> factory: proxy(*extra_flags, upstream=None, env=None, unixsocket=None,
+                         tcp=True) starts bloomproxy against redis_server (or `upstream`) and
+                         returns a bp_helpers.Proxy that unpacks as (host, port, process). At
+                         teardown each proxy gets SIGTERM and must exit with code 0 within 10 s.
+                         Its stderr/stdout go to a file in tmp, printed when the test fails.
+
+Environment: BLOOMPROXY_BIN (default <repo>/build/bloomproxy), HIREDIS_CLIENT (built hiredis
+test client; compiled on the fly from hiredis_client.c when unset).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bp_helpers  # noqa: E402
+from bp_helpers import (REDIS_BY_PORT, restart_redis_server, start_proxy,  # noqa: E402
+                        start_redis_with_retry)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # A private, short base directory per pytest process (ctest -j runs several at once; unix
+    # socket paths must stay short). Removed at the end when every test passed.
+    if not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="bp-it-")
+        config._bp_own_basetemp = config.option.basetemp
+
+
+def pytest_sessionfinish(session, exitstatus):
+    own = getattr(session.config, "_bp_own_basetemp", None)
+    if own and exitstatus == 0:
+        shutil.rmtree(own, ignore_errors=True)
+    elif own:
+        print(f"\nintegration test files (logs) kept in {own}")
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def _test_failed(request):
+    node = request.node
+    return any(getattr(getattr(node, "rep_" + w, None), "failed", False)
+               for w in ("setup", "call"))
+
+
+@pytest.fixture
+def redis_factory(tmp_path):
+    servers = []
+    counter = [0]
+
+    def start(extra_args=(), password=None):
+        counter[0] += 1
+        server = start_redis_with_retry(tmp_path / f"redis{counter[0]}", extra_args, password)
+        servers.append(server)
+        return server
+
+    yield start
+    for s in servers:
+        s.kill()
+        REDIS_BY_PORT.pop(s.port, None)
+
+
+@pytest.fixture
+def redis_instance(redis_factory):
+    return redis_factory()
+
+
+@pytest.fixture
+def redis_server(redis_instance):
+    yield (redis_instance.host, redis_instance.port)
+
+
+@pytest.fixture
+def restart_redis():
+    return restart_redis_server
+
+
+@pytest.fixture
+def proxy(request, redis_instance, tmp_path):
+    started = []
+
+    def start(*extra_args, upstream=None, env=None, unixsocket=None, tcp=True, port=None):
+        p = start_proxy(tmp_path / f"proxy{len(started)}",
+                        upstream if upstream is not None else redis_instance.address,
+                        extra_args=extra_args, env=env, unixsocket=unixsocket, tcp=tcp,
+                        port=port)
+        started.append(p)
+        return p
+
+    yield start
+
+    problems = []
+    for p in started:
+        try:
+            code = p.terminate_and_wait()
+        except AssertionError as exc:
+            problems.append(f"{p.args}: {exc}")
+            continue
+        if p.expected_exit is not None and code != p.expected_exit:
+            problems.append(f"{p.args}: exit code {code} after SIGTERM, expected "
+                            f"{p.expected_exit}")
+    if problems or _test_failed(request):
+        for p in started:
+            print(f"===== bloomproxy output ({p.log_path}) =====")
+            print(p.log())
+    assert not problems, "; ".join(problems)
+
+
+@pytest.fixture(scope="session")
+def hiredis_client(tmp_path_factory):
+    """Path of the hiredis test client: $HIREDIS_CLIENT, or compiled from hiredis_client.c."""
+    path = os.environ.get("HIREDIS_CLIENT")
+    if path:
+        assert os.path.exists(path), f"HIREDIS_CLIENT={path} does not exist"
+        return path
+    src = Path(__file__).resolve().parent / "hiredis_client.c"
+    out = tmp_path_factory.mktemp("hiredis") / "hiredis_client"
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "no C compiler to build hiredis_client"
+    res = subprocess.run([cc, "-O1", "-Wall", "-o", str(out), str(src), "-lhiredis"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, "cannot build hiredis_client:\n" + res.stdout + res.stderr
+    return str(out)
+
+
+@pytest.fixture
+def helpers():
+    return bp_helpers
+
+
+@pytest.fixture
+def bp(proxy):
+    """A bloomproxy with default flags in front of `redis_instance`."""
+    return proxy()

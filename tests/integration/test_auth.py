@@ -1,0 +1,211 @@
+"""Client authentication (--requirepass, BLOOMPROXY_REQUIREPASS, AUTH, HELLO AUTH) and upstream
+authentication (--upstream-password/--upstream-user and their environment variables)."""
+
+import subprocess
+
+import pytest
+import redis
+
+from bp_helpers import HOST, RawConn, encode_command as cmd, replies_of
+
+PASS = "s3cret"
+NOAUTH = b"-NOAUTH Authentication required.\r\n"
+WRONGPASS = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+
+
+@pytest.fixture
+def reference_redis(redis_factory):
+    """A redis-server with the same password, the reference for exact replies."""
+    return redis_factory(password=PASS)
+
+
+def test_noauth_wrongpass_then_ok(proxy, redis_instance):
+    p = proxy("--requirepass", PASS)
+    with RawConn(p.port) as c:
+        c.send(cmd("GET", "k"))
+        assert c.read_reply_raw() == NOAUTH
+        c.send(cmd("SET", "k", "v"))
+        assert c.read_reply_raw() == NOAUTH
+        c.send(cmd("AUTH", "wrong"))
+        assert c.read_reply_raw() == WRONGPASS
+        c.send(cmd("GET", "k"))
+        assert c.read_reply_raw() == NOAUTH
+        c.send(cmd("AUTH", PASS))
+        assert c.read_reply_raw() == b"+OK\r\n"
+        assert c.command("SET", "k", "v") == b"OK"
+        assert c.command("GET", "k") == b"v"
+    assert redis_instance.client().get("k") == b"v"
+    with RawConn(p.port) as c:
+        c.send(cmd("AUTH", "default", PASS))
+        assert c.read_reply_raw() == b"+OK\r\n"
+        assert c.command("GET", "k") == b"v"
+    with RawConn(p.port) as c:
+        c.send(cmd("AUTH", "default", "wrong") + cmd("AUTH", "nosuchuser", PASS) + cmd("GET", "k"))
+        assert [c.read_reply_raw() for _ in range(3)] == [WRONGPASS, WRONGPASS, NOAUTH]
+
+
+def test_unauthenticated_replies_match_redis(proxy, reference_redis):
+    p = proxy("--requirepass", PASS)
+    payload = b"".join([
+        cmd("GET", "k"), cmd("PING"), cmd("ECHO", "x"), cmd("CLIENT", "ID"),
+        cmd("CLIENT", "SETNAME", "n"), cmd("SELECT", "1"), cmd("MULTI"), cmd("SUBSCRIBE", "c"),
+        cmd("INFO"), cmd("BLPOP", "l", "1"), cmd("WATCH", "k"), cmd("COMMAND", "COUNT"),
+        cmd("NOSUCHCOMMAND"), cmd("AUTH", "wrong"), cmd("AUTH", "default", "wrong"),
+        cmd("HELLO", "2", "AUTH", "default", "wrong"), cmd("AUTH", PASS), cmd("GET", "k"),
+        cmd("ECHO", "authed"),
+    ])
+    n = 19
+    via_proxy = replies_of(p.port, payload, n)
+    direct = replies_of(reference_redis.port, payload, n)
+    assert via_proxy == direct
+    assert via_proxy[:12] == [NOAUTH] * 12
+    # Redis 7.0 reports an unknown command as such even before AUTH.
+    assert via_proxy[12] == b"-ERR unknown command 'NOSUCHCOMMAND', with args beginning with: \r\n"
+    assert via_proxy[13:18] == [WRONGPASS] * 3 + [b"+OK\r\n", b"$-1\r\n"]
+
+
+def test_unauthenticated_subcommand_errors_match_redis(proxy, reference_redis):
+    # Redis checks that a (sub)command exists and has the right arity before it checks
+    # authentication.
+    p = proxy("--requirepass", PASS)
+    payload = (cmd("CLIENT", "NOSUCH") + cmd("CLIENT", "ID", "x") + cmd("GET")
+               + cmd("CLIENT", "ID"))
+    via_proxy = replies_of(p.port, payload, 4)
+    assert via_proxy == replies_of(reference_redis.port, payload, 4)
+    assert via_proxy[3] == NOAUTH
+
+
+def test_hello_without_auth_when_password_required_matches_redis(proxy, reference_redis):
+    p = proxy("--requirepass", PASS)
+    payload = cmd("HELLO", "2") + cmd("HELLO")
+    assert replies_of(p.port, payload, 2) == replies_of(reference_redis.port, payload, 2)
+
+
+def test_hello_2_auth(proxy, redis_instance):
+    p = proxy("--requirepass", PASS)
+    version = redis_instance.client().info("server")["redis_version"].encode()
+    with RawConn(p.port) as c:
+        c.send(cmd("HELLO", "2", "AUTH", "default", "wrong"))
+        assert c.read_reply_raw() == WRONGPASS
+        c.send(cmd("GET", "k"))
+        assert c.read_reply_raw() == NOAUTH
+        c.send(cmd("HELLO", "2", "AUTH", "default", PASS, "SETNAME", "hello-client"))
+        reply = c.read_reply()
+        assert reply[:6] == [b"server", b"redis", b"version", version, b"proto", 2]
+        assert reply[6] == b"id" and isinstance(reply[7], int)
+        assert reply[8:] == [b"mode", b"standalone", b"role", b"master", b"modules", []]
+        assert c.command("CLIENT", "ID") == reply[7]
+        assert c.command("CLIENT", "GETNAME") == b"hello-client"
+        assert c.command("SET", "hk", "1") == b"OK"
+
+
+def test_authentication_is_per_client(proxy):
+    p = proxy("--requirepass", PASS)
+    with RawConn(p.port) as a, RawConn(p.port) as b:
+        assert a.command("AUTH", PASS) == b"OK"
+        assert a.command("SET", "x", "1") == b"OK"
+        b.send(cmd("GET", "x"))
+        assert b.read_reply_raw() == NOAUTH
+        assert a.command("GET", "x") == b"1"
+
+
+def test_requirepass_from_environment(proxy):
+    p = proxy(env={"BLOOMPROXY_REQUIREPASS": "envpass"})
+    with RawConn(p.port) as c:
+        c.send(cmd("GET", "k"))
+        assert c.read_reply_raw() == NOAUTH
+        c.send(cmd("AUTH", PASS))
+        assert c.read_reply_raw() == WRONGPASS
+        assert c.command("AUTH", "envpass") == b"OK"
+        assert c.command("PING") == b"PONG"
+
+
+def test_clients_with_password(proxy):
+    p = proxy("--requirepass", PASS)
+    r = redis.Redis(host=HOST, port=p.port, password=PASS, socket_timeout=10)
+    assert r.set("py", "1") is True
+    assert r.get("py") == b"1"
+    # redis-py 4.3 raises WRONGPASS as a plain ResponseError, NOAUTH as AuthenticationError.
+    with pytest.raises(redis.ResponseError, match="^WRONGPASS invalid username-password pair"):
+        redis.Redis(host=HOST, port=p.port, password="bad", socket_timeout=10).get("py")
+    with pytest.raises(redis.AuthenticationError, match="Authentication required"):
+        redis.Redis(host=HOST, port=p.port, socket_timeout=10).get("py")
+    res = subprocess.run(["redis-cli", "-h", HOST, "-p", str(p.port), "-a", PASS,
+                          "--no-auth-warning", "GET", "py"], capture_output=True, timeout=30)
+    assert res.stdout == b"1\n", res
+    res = subprocess.run(["redis-cli", "-h", HOST, "-p", str(p.port), "GET", "py"],
+                         capture_output=True, timeout=30)
+    assert b"NOAUTH Authentication required." in res.stdout + res.stderr
+
+
+def test_auth_without_configured_password_matches_redis(bp, redis_instance):
+    payload = cmd("AUTH", "foo") + cmd("AUTH", "default", "anything") + cmd(
+        "AUTH", "nosuchuser", "x") + cmd("AUTH") + cmd("GET", "k")
+    via_proxy = replies_of(bp.port, payload, 5)
+    assert via_proxy == replies_of(redis_instance.port, payload, 5)
+    assert via_proxy[0] == (b"-ERR AUTH <password> called without any password configured for "
+                            b"the default user. Are you sure your configuration is correct?\r\n")
+
+
+@pytest.fixture
+def upstream_with_password(redis_factory):
+    return redis_factory(password="upw")
+
+
+def _exercise_all_connection_kinds(p, direct):
+    """Shared, pinned (MULTI, WATCH, SELECT), blocking and pub/sub paths all work."""
+    with RawConn(p.port) as c, RawConn(p.port) as pub:
+        assert c.command("SET", "ua", "1") == b"OK"
+        assert c.command("GET", "ua") == b"1"
+        c.send(cmd("MULTI") + cmd("INCR", "ua") + cmd("EXEC"))
+        assert [c.read_reply_raw() for _ in range(3)] == [b"+OK\r\n", b"+QUEUED\r\n",
+                                                          b"*1\r\n:2\r\n"]
+        assert c.command("RPUSH", "uq", "x") == 1
+        assert c.command("BLPOP", "uq", "1") == [b"uq", b"x"]
+        assert c.command("SELECT", "2") == b"OK"
+        assert c.command("SET", "ua2", "db2") == b"OK"
+        assert c.command("SELECT", "0") == b"OK"
+        c.send(cmd("SUBSCRIBE", "uch"))
+        assert c.read_reply() == [b"subscribe", b"uch", 1]
+        assert pub.command("PUBLISH", "uch", "hi") == 1
+        assert c.read_reply() == [b"message", b"uch", b"hi"]
+    assert direct.get("ua") == b"2"
+
+
+def test_upstream_password_flag(proxy, upstream_with_password):
+    p = proxy("--upstream-password", "upw", upstream=upstream_with_password.address)
+    _exercise_all_connection_kinds(p, upstream_with_password.client())
+
+
+def test_upstream_password_from_environment(proxy, upstream_with_password):
+    p = proxy(upstream=upstream_with_password.address,
+              env={"BLOOMPROXY_UPSTREAM_PASSWORD": "upw"})
+    _exercise_all_connection_kinds(p, upstream_with_password.client())
+
+
+def test_upstream_user_and_password(proxy, redis_factory):
+    upstream = redis_factory(extra_args=["--user", "alice", "on", ">alicepw", "~*", "&*",
+                                         "+@all"], password="defaultpw")
+    p = proxy("--upstream-user", "alice", "--upstream-password", "alicepw",
+              upstream=upstream.address)
+    with RawConn(p.port) as c:
+        assert c.command("ACL", "WHOAMI") == b"alice"
+    _exercise_all_connection_kinds(p, upstream.client())
+    p2 = proxy(upstream=upstream.address, env={"BLOOMPROXY_UPSTREAM_USER": "alice",
+                                               "BLOOMPROXY_UPSTREAM_PASSWORD": "alicepw"})
+    with RawConn(p2.port) as c:
+        assert c.command("ACL", "WHOAMI") == b"alice"
+        assert c.command("GET", "ua") == b"2"
+
+
+def test_proxy_and_upstream_passwords_together(proxy, upstream_with_password):
+    p = proxy("--requirepass", PASS, "--upstream-password", "upw",
+              upstream=upstream_with_password.address)
+    with RawConn(p.port) as c:
+        c.send(cmd("GET", "k"))
+        assert c.read_reply_raw() == NOAUTH
+        c.send(cmd("AUTH", "upw"))          # the upstream's password is not the proxy's
+        assert c.read_reply_raw() == WRONGPASS
+        assert c.command("AUTH", PASS) == b"OK"
+        assert c.command("SET", "k", "v") == b"OK"
+    assert upstream_with_password.client().get("k") == b"v"

@@ -1,0 +1,210 @@
+"""Forwarded commands: replies (errors included) reach the client byte for byte as redis-server
+sends them; inline commands; binary-safe keys and values; order of replies when forwarded,
+pinned and locally answered commands are pipelined together."""
+
+from bp_helpers import compare_with_redis, encode_command as cmd, replies_of
+
+
+def test_errors_are_forwarded_byte_exact(bp, redis_instance):
+    payload = b"".join([
+        cmd("SET", "s", "v"),
+        cmd("LPUSH", "s", "x"),
+        cmd("FOOBAR", "a", "b"),
+        cmd("foobar"),
+        cmd("GET"),
+        cmd("INCR", "s"),
+        cmd("SET", "s", "v", "EX", "-1"),
+        cmd("SET", "s", "v", "NX", "XX"),
+        cmd("EVAL", "return redis.error_reply('MYERR custom message')", "0"),
+        cmd("EVAL", "return redis.call('nosuch')", "0"),
+        cmd("OBJECT", "NOSUCH"),
+        cmd("HSET", "h", "f"),
+        cmd("XADD", "st", "0-0", "f", "v"),
+        cmd("EXPIRE", "s", "notanumber"),
+        cmd("CONFIG", "SET", "no-such-parameter", "1"),
+    ])
+    replies = compare_with_redis(bp.port, redis_instance, payload, 15)
+    assert replies[0] == b"+OK\r\n"
+    assert replies[1] == b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    assert replies[2] == b"-ERR unknown command 'FOOBAR', with args beginning with: 'a' 'b' \r\n"
+    assert replies[3] == b"-ERR unknown command 'foobar', with args beginning with: \r\n"
+    assert replies[4] == b"-ERR wrong number of arguments for 'get' command\r\n"
+    assert replies[5] == b"-ERR value is not an integer or out of range\r\n"
+    assert replies[8] == b"-MYERR custom message\r\n"
+
+
+def test_replies_of_many_types_are_byte_exact(bp, redis_instance):
+    payload = b"".join([
+        cmd("MSET", "a", "1", "b", "2", "c", ""),
+        cmd("MGET", "a", "nokey", "b", "c"),
+        cmd("HSET", "h", "f1", "v1", "f2", "v2"),
+        cmd("HGETALL", "h"),
+        cmd("ZADD", "z", "1.5", "one", "2.25", "two", "-3", "minus"),
+        cmd("ZRANGE", "z", "0", "-1", "WITHSCORES"),
+        cmd("ZSCORE", "z", "two"),
+        cmd("RPUSH", "l", "a", "b", "c", "d"),
+        cmd("LRANGE", "l", "1", "-2"),
+        cmd("SADD", "set", "3", "1", "2"),
+        cmd("SMEMBERS", "set"),
+        cmd("EVAL", "return {1, 'two', {3, false, 'x'}, redis.status_reply('FINE')}", "0"),
+        cmd("EVAL", "return nil", "0"),
+        cmd("XADD", "st", "1-1", "field", "value"),
+        cmd("XADD", "st", "2-1", "f2", "v2"),
+        cmd("XRANGE", "st", "-", "+"),
+        cmd("EXISTS", "a", "b", "nokey"),
+        cmd("TYPE", "z"),
+        cmd("TTL", "a"),
+        cmd("OBJECT", "ENCODING", "l"),
+        cmd("GETRANGE", "h2", "0", "-1"),
+        cmd("DBSIZE"),
+        cmd("COMMAND", "COUNT"),
+        cmd("COMMAND", "INFO", "get", "set", "blpop", "nosuchcommand"),
+        cmd("CONFIG", "GET", "maxmemory-policy"),
+        cmd("DEL", "a", "b", "c", "h", "z", "l", "set", "st"),
+    ])
+    replies = compare_with_redis(bp.port, redis_instance, payload, 26)
+    assert replies[1] == b"*4\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n$0\r\n\r\n"
+    assert replies[12] == b"$-1\r\n"
+
+
+def test_command_table_is_upstreams(bp, redis_instance):
+    payload = cmd("COMMAND")
+    (via_proxy,) = replies_of(bp.port, payload, 1)
+    (direct,) = replies_of(redis_instance.port, payload, 1)
+    assert via_proxy == direct
+    payload = cmd("COMMAND", "DOCS", "get")
+    assert replies_of(bp.port, payload, 1) == replies_of(redis_instance.port, payload, 1)
+
+
+def test_inline_commands_byte_exact(bp, redis_instance):
+    payload = (b"PING\r\n"
+               b"PING\n"
+               b"ping hello\r\n"
+               b"SET k \"a b\"\r\n"
+               b"GET k\r\n"
+               b"SET k2 \"\\x41\\x00\\n\\t\\\"q\\\"\"\r\n"
+               b"GET k2\r\n"
+               b"SET k3 'single quoted \\' value'\r\n"
+               b"GET k3\r\n"
+               b"\r\n\r\n"
+               b"  ECHO   spaced     \r\n"
+               b"*0\r\n"
+               b"*-1\r\n"
+               b"GET missing\n"
+               b"LPUSH k x\r\n"
+               b"EXISTS k k2 k3\r\n")
+    replies = compare_with_redis(bp.port, redis_instance, payload, 13)
+    assert replies[:5] == [b"+PONG\r\n", b"+PONG\r\n", b"$5\r\nhello\r\n", b"+OK\r\n",
+                           b"$3\r\na b\r\n"]
+    assert replies[6] == b"$7\r\nA\x00\n\t\"q\"\r\n"
+    assert replies[8] == b"$21\r\nsingle quoted ' value\r\n"
+    assert replies[9] == b"$6\r\nspaced\r\n"
+    assert replies[10] == b"$-1\r\n"
+
+
+def test_inline_set_as_nc_sends_it(bp, redis_instance):
+    with bp.raw() as c:
+        c.send(b'SET k "a b"\n')
+        assert c.read_reply_raw() == b"+OK\r\n"
+        c.send(b"GET k\n")
+        assert c.read_reply_raw() == b"$3\r\na b\r\n"
+    assert redis_instance.client().get("k") == b"a b"
+
+
+def test_inline_and_multibulk_split_across_writes(bp, redis_instance):
+    # A command arriving a few bytes at a time must be reassembled.
+    payload = cmd("SET", "split", "x" * 1000) + b"GET split\r\n" + cmd("STRLEN", "split")
+    with bp.raw() as c:
+        for i in range(0, len(payload), 7):
+            c.send(payload[i:i + 7])
+        assert c.read_reply_raw() == b"+OK\r\n"
+        assert c.read_reply_raw() == b"$1000\r\n" + b"x" * 1000 + b"\r\n"
+        assert c.read_reply_raw() == b":1000\r\n"
+
+
+def test_binary_safe_keys_and_values(bp, redis_instance):
+    r = bp.client()
+    keys = [b"\x00", b"k\r\nk", b"*1\r\n$4\r\nPING\r\n", bytes(range(256)), b"", b" "]
+    values = [bytes(range(256)) * 3, b"\r\n", b"", b"$-1\r\n", b"\x00" * 100, b"-ERR x\r\n"]
+    for k, v in zip(keys, values):
+        assert r.set(k, v) is True
+    for k, v in zip(keys, values):
+        assert r.get(k) == v
+    direct = redis_instance.client()
+    for k, v in zip(keys, values):
+        assert direct.get(k) == v
+    assert sorted(r.keys()) == sorted(keys)
+    assert r.hset(b"h\x00", mapping={b"\x00f\r\n": b"\r\n\x00"}) == 1
+    assert r.hgetall(b"h\x00") == {b"\x00f\r\n": b"\r\n\x00"}
+
+
+def test_mixed_routes_pipelined_keep_order(bp, redis_instance):
+    """Forwarded, locally answered and pinned commands in one write: replies in order."""
+    payload = b"".join([
+        cmd("SET", "a", "1"),
+        cmd("PING"),
+        cmd("GET", "a"),
+        cmd("ECHO", "e1"),
+        cmd("MULTI"),
+        cmd("INCR", "a"),
+        cmd("PING"),
+        cmd("EXEC"),
+        cmd("GET", "a"),
+        cmd("SELECT", "3"),
+        cmd("GET", "a"),
+        cmd("SET", "a", "db3"),
+        cmd("SELECT", "0"),
+        cmd("GET", "a"),
+        cmd("RPUSH", "list", "x"),
+        cmd("BLPOP", "list", "1"),
+        cmd("ECHO", "e2"),
+        cmd("WATCH", "a"),
+        cmd("GET", "a"),
+        cmd("UNWATCH"),
+        cmd("INCR", "a"),
+        cmd("PING", "last"),
+    ])
+    replies = compare_with_redis(bp.port, redis_instance, payload, 22)
+    assert replies == [
+        b"+OK\r\n", b"+PONG\r\n", b"$1\r\n1\r\n", b"$2\r\ne1\r\n",
+        b"+OK\r\n", b"+QUEUED\r\n", b"+QUEUED\r\n", b"*2\r\n:2\r\n+PONG\r\n",
+        b"$1\r\n2\r\n", b"+OK\r\n", b"$-1\r\n", b"+OK\r\n", b"+OK\r\n", b"$1\r\n2\r\n",
+        b":1\r\n", b"*2\r\n$4\r\nlist\r\n$1\r\nx\r\n", b"$2\r\ne2\r\n",
+        b"+OK\r\n", b"$1\r\n2\r\n", b"+OK\r\n", b":3\r\n", b"$4\r\nlast\r\n",
+    ]
+    assert redis_instance.client(db=3).get("a") == b"db3"
+
+
+def test_noncanonical_framing_that_redis_tolerates(bp, redis_instance):
+    # Redis skips the two bytes after a bulk without looking at them, and the byte after the
+    # '\r' of a "*" or "$" line.
+    payload = (b"*1\r\n$4\r\nPINGab"
+               b"*3\r\n$3\r\nSET\r\n$1\r\nkXY$1\r\nv\r\n"
+               b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+               b'SET e ""\r\n'
+               b"*2\r\n$6\r\nSTRLEN\r\n$1\r\ne\r\n")
+    replies = compare_with_redis(bp.port, redis_instance, payload, 5)
+    assert replies == [b"+PONG\r\n", b"+OK\r\n", b"$1\r\nv\r\n", b"+OK\r\n", b":0\r\n"]
+
+
+def test_many_arguments(bp, redis_instance):
+    r = bp.client()
+    mapping = {f"many:{i}": f"v{i}" for i in range(20000)}
+    assert r.mset(mapping) is True
+    keys = list(mapping)
+    assert r.mget(keys) == [v.encode() for v in mapping.values()]
+    assert r.delete(*keys) == 20000
+    assert redis_instance.client().dbsize() == 0
+
+
+def test_inline_pinned_commands(bp):
+    with bp.raw() as c, bp.raw() as pub:
+        c.send(b"MULTI\r\nSET t \"x y\"\r\nEXEC\r\nRPUSH q a\r\nBLPOP q 1\r\nSUBSCRIBE inl\r\n")
+        assert [c.read_reply_raw() for _ in range(6)] == [
+            b"+OK\r\n", b"+QUEUED\r\n", b"*1\r\n+OK\r\n", b":1\r\n",
+            b"*2\r\n$1\r\nq\r\n$1\r\na\r\n", b"*3\r\n$9\r\nsubscribe\r\n$3\r\ninl\r\n:1\r\n"]
+        assert pub.command("PUBLISH", "inl", "m") == 1
+        assert c.read_reply() == [b"message", b"inl", b"m"]
+        c.send(b"UNSUBSCRIBE\r\nGET t\r\n")
+        assert c.read_reply() == [b"unsubscribe", b"inl", 0]
+        assert c.read_reply() == b"x y"

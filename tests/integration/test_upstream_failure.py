@@ -1,0 +1,142 @@
+"""The upstream redis-server dies and comes back: prompt error replies while it is down (no
+hang), service resumes on the same client connections after it restarts on the same port."""
+
+import threading
+import time
+
+from bp_helpers import RawConn, RedisServer, encode_command as cmd, wait_until
+
+UNAVAILABLE = b"-ERR upstream unavailable"
+PROMPT = 2.5  # seconds an error reply may take while the upstream is down
+
+
+def timed_reply(conn, *args):
+    t0 = time.monotonic()
+    conn.send(cmd(*args))
+    raw = conn.read_reply_raw()
+    return raw, time.monotonic() - t0
+
+
+def assert_unavailable(conn, *args):
+    raw, elapsed = timed_reply(conn, *args)
+    assert raw.startswith(UNAVAILABLE), f"{args}: got {raw!r}"
+    assert raw.endswith(b"\r\n") and raw.count(b"\r\n") == 1
+    assert elapsed < PROMPT, f"{args}: error reply took {elapsed:.2f}s"
+
+
+def test_upstream_killed_and_restarted(bp, redis_instance, restart_redis):
+    c = RawConn(bp.port, timeout=10)
+    assert c.command("SET", "k", "before") == b"OK"
+    redis_instance.kill()
+    for i in range(5):
+        assert_unavailable(c, "GET", "k")
+        assert_unavailable(c, "SET", "k", str(i))
+    # A client that connects while the upstream is down gets the same errors.
+    with RawConn(bp.port, timeout=10) as late:
+        assert_unavailable(late, "INCR", "n")
+        # Pipelined commands each get their error, in order.
+        late.send(cmd("GET", "a") + cmd("GET", "b") + cmd("GET", "c"))
+        for _ in range(3):
+            assert late.read_reply_raw().startswith(UNAVAILABLE)
+    restart_redis(redis_instance.port, kill_only=False)  # same port again
+    t0 = time.monotonic()
+
+    def works():
+        raw, elapsed = timed_reply(c, "SET", "k", "after")
+        assert elapsed < PROMPT, f"reply took {elapsed:.2f}s"
+        assert raw == b"+OK\r\n" or raw.startswith(UNAVAILABLE), raw
+        return raw == b"+OK\r\n"
+
+    wait_until(works, 10, interval=0.1, what="service to resume after the restart")
+    assert time.monotonic() - t0 < 10
+    assert c.command("GET", "k") == b"after"
+    assert redis_instance.client().get("k") == b"after"
+    with RawConn(bp.port) as fresh:
+        assert fresh.command("INCR", "fresh") == 1
+    c.close()
+
+
+def test_pinned_commands_while_upstream_down(bp, redis_instance):
+    redis_instance.kill()
+    # Each on its own connection: the proxy may close a client whose connection state (a
+    # transaction, a subscription, a WATCH) it could not set up.
+    for args in (("MULTI",), ("BLPOP", "q", "0"), ("SUBSCRIBE", "ch"), ("WATCH", "k"),
+                 ("SELECT", "2")):
+        with RawConn(bp.port, timeout=10) as c:
+            raw, elapsed = timed_reply(c, *args)
+            assert raw.startswith(UNAVAILABLE), f"{args}: got {raw!r}"
+            assert elapsed < PROMPT, f"{args}: took {elapsed:.2f}s"
+    redis_instance.start()
+    with RawConn(bp.port, timeout=10) as c:
+        wait_until(lambda: c.command("SET", "x", "1") == b"OK", 10, interval=0.1,
+                   what="service to resume")
+        c.send(cmd("MULTI") + cmd("INCR", "x") + cmd("EXEC"))
+        assert [c.read_reply_raw() for _ in range(3)] == [b"+OK\r\n", b"+QUEUED\r\n",
+                                                          b"*1\r\n:2\r\n"]
+
+
+def test_upstream_restart_mid_run(bp, redis_instance):
+    """A client hammering the proxy while redis-server is killed and restarted: every reply is
+    either the right one or an upstream-unavailable error, never late, never someone else's."""
+    stop = threading.Event()
+    stats = {"ok": 0, "err": 0, "ok_after_err": 0, "problems": []}
+
+    def worker():
+        try:
+            c = RawConn(bp.port, timeout=PROMPT + 2)
+            i = 0
+            while not stop.is_set():
+                i += 1
+                value = f"v{i}"
+                for args, good in ((("SET", "mid", value), b"+OK\r\n"),
+                                   (("GET", "mid"), b"$%d\r\n%s\r\n" % (len(value), value.encode()))):
+                    raw, elapsed = timed_reply(c, *args)
+                    if elapsed > PROMPT:
+                        stats["problems"].append(f"{args} took {elapsed:.2f}s")
+                    if raw == good:
+                        stats["ok"] += 1
+                        if stats["err"]:
+                            stats["ok_after_err"] += 1
+                    elif raw.startswith(UNAVAILABLE):
+                        stats["err"] += 1
+                        break
+                    else:
+                        stats["problems"].append(f"{args}: unexpected reply {raw!r}")
+                        break
+                time.sleep(0.002)
+            c.close()
+        except (OSError, EOFError) as exc:
+            stats["problems"].append(f"connection failed: {exc!r}")
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        time.sleep(0.5)
+        assert stats["ok"] > 0 and not stats["problems"]
+        redis_instance.kill()
+        wait_until(lambda: stats["err"] > 0 or stats["problems"], 5,
+                   what="an error reply while the upstream is down")
+        time.sleep(1.0)
+        redis_instance.start()
+        wait_until(lambda: stats["ok_after_err"] >= 50 or stats["problems"], 10,
+                   what="successful replies after the restart")
+    finally:
+        stop.set()
+        t.join(10)
+    assert not stats["problems"], stats["problems"][:10]
+    assert stats["err"] > 0 and stats["ok_after_err"] >= 50, stats
+
+
+def test_proxy_started_before_its_upstream(proxy, tmp_path):
+    server = RedisServer(tmp_path / "late-redis")  # port chosen, not started yet
+    p = proxy(upstream=server.address)
+    with RawConn(p.port, timeout=10) as c:
+        assert c.command("PING") == b"PONG"  # answered by the proxy itself
+        assert_unavailable(c, "GET", "k")
+        server.start()
+        try:
+            wait_until(lambda: c.command("SET", "k", "v") == b"OK", 10, interval=0.1,
+                       what="the proxy to connect to the upstream that started late")
+            assert c.command("GET", "k") == b"v"
+        finally:
+            server.kill()
