@@ -30,10 +30,10 @@ struct User {
 
 struct Options {
   // Listening.
-  std::string bind = kDefaultBind;           // bind ADDR (IPv4 or IPv6 literal)
-  int port = kDefaultPort;                   // port N; 0 = no TCP listener
-  std::string unixsocket;                    // unixsocket PATH; empty = none
-  int unixsocketperm = 0;                    // unixsocketperm 700 (octal); 0 = leave as created
+  std::string bind = kDefaultBind;  // bind ADDR (IPv4 or IPv6 literal)
+  int port = kDefaultPort;          // port N; 0 = no TCP listener
+  std::string unixsocket;           // unixsocket PATH; empty = none
+  int unixsocketperm = 0;           // unixsocketperm 700 (octal); 0 = leave as created
 
   // Upstream. "HOST:PORT", "[V6]:PORT" or "unix:/path". Empty = none configured (the README's
   // quick start then starts a local redis-server and passes its address).
@@ -41,7 +41,7 @@ struct Options {
   std::string upstream_user;      // upstream-user; env BLOOMPROXY_UPSTREAM_USER
   std::string upstream_password;  // upstream-password; env BLOOMPROXY_UPSTREAM_PASSWORD
   int upstream_connections = kDefaultUpstreamConnections;  // shared, multiplexed connections
-  int pinned_pool_size = kDefaultPinnedPoolSize;  // idle pinned connections kept for reuse
+  int pinned_pool_size = kDefaultPinnedPoolSize;           // idle pinned connections kept for reuse
   int connect_timeout_ms = kDefaultConnectTimeoutMs;
   int reconnect_max_ms = kDefaultReconnectMaxMs;  // cap of the reconnect backoff
 

@@ -21,12 +21,24 @@ uint64_t MurmurHash64A(std::string_view data, uint64_t seed) {
   }
   // The tail falls through from the highest byte down, as in the reference switch.
   switch (len & 7) {
-    case 7: h ^= uint64_t{p[6]} << 48; [[fallthrough]];
-    case 6: h ^= uint64_t{p[5]} << 40; [[fallthrough]];
-    case 5: h ^= uint64_t{p[4]} << 32; [[fallthrough]];
-    case 4: h ^= uint64_t{p[3]} << 24; [[fallthrough]];
-    case 3: h ^= uint64_t{p[2]} << 16; [[fallthrough]];
-    case 2: h ^= uint64_t{p[1]} << 8; [[fallthrough]];
+    case 7:
+      h ^= uint64_t{p[6]} << 48;
+      [[fallthrough]];
+    case 6:
+      h ^= uint64_t{p[5]} << 40;
+      [[fallthrough]];
+    case 5:
+      h ^= uint64_t{p[4]} << 32;
+      [[fallthrough]];
+    case 4:
+      h ^= uint64_t{p[3]} << 24;
+      [[fallthrough]];
+    case 3:
+      h ^= uint64_t{p[2]} << 16;
+      [[fallthrough]];
+    case 2:
+      h ^= uint64_t{p[1]} << 8;
+      [[fallthrough]];
     case 1:
       h ^= uint64_t{p[0]};
       h *= m;

@@ -144,7 +144,8 @@ const CommandInfo* LookupSubcommand(const CommandInfo& container, std::string_vi
   full[container.name.size()] = '|';
   for (size_t i = 0; i < sub.size(); ++i) {
     char c = sub[i];
-    full[container.name.size() + 1 + i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    full[container.name.size() + 1 + i] =
+        (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   }
   const Table& table = GetTable();
   auto it = table.find(std::string_view(full, len));

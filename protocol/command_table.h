@@ -33,13 +33,13 @@ enum CommandFlag : uint32_t {
 
 // How the proxy treats a command.
 enum class Route : uint8_t {
-  kForward,     // sent on the client's shared upstream connection
-  kLocal,       // answered by the proxy (PING, ECHO, HELLO, AUTH, CLIENT, QUIT, RESET, ...)
-  kPin,         // starts connection state: needs a pinned upstream connection (MULTI, WATCH,
-                // SUBSCRIBE family, MONITOR, CLIENT TRACKING, SELECT n)
-  kBlocking,    // may block the connection: pinned while it runs (BLPOP, WAIT, XREAD BLOCK..)
-  kUnpin,       // ends connection state (EXEC, DISCARD, UNWATCH, UNSUBSCRIBE family)
-  kCloseClient, // Redis closes such a connection without a reply ("POST", "Host:")
+  kForward,      // sent on the client's shared upstream connection
+  kLocal,        // answered by the proxy (PING, ECHO, HELLO, AUTH, CLIENT, QUIT, RESET, ...)
+  kPin,          // starts connection state: needs a pinned upstream connection (MULTI, WATCH,
+                 // SUBSCRIBE family, MONITOR, CLIENT TRACKING, SELECT n)
+  kBlocking,     // may block the connection: pinned while it runs (BLPOP, WAIT, XREAD BLOCK..)
+  kUnpin,        // ends connection state (EXEC, DISCARD, UNWATCH, UNSUBSCRIBE family)
+  kCloseClient,  // Redis closes such a connection without a reply ("POST", "Host:")
 };
 
 struct CommandInfo {
@@ -48,7 +48,7 @@ struct CommandInfo {
   int first_key;          // 0 = no keys
   int last_key;           // -1 = last argument
   int key_step;
-  uint32_t flags;         // CommandFlag bits
+  uint32_t flags;  // CommandFlag bits
   Route route;
 };
 

@@ -48,7 +48,8 @@ namespace errors {
 
 std::string WrongArity(std::string_view command) {
   std::string s = "-ERR wrong number of arguments for '";
-  for (char c : command) s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : command)
+    s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   s += "' command\r\n";
   return s;
 }
@@ -75,7 +76,8 @@ std::string UnknownSubcommand(std::string_view command, std::string_view sub) {
   std::string text = "ERR unknown subcommand '";
   text.append(sub.substr(0, 128));
   text += "'. Try ";
-  for (char c : command) text.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  for (char c : command)
+    text.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
   text += " HELP.";
   std::string out;
   AppendError(&out, text);

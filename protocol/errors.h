@@ -34,7 +34,8 @@ inline constexpr std::string_view kMaxClients = "-ERR max number of clients reac
 
 // Upstream trouble, for the one request it affects. Redis has no equivalent.
 inline constexpr std::string_view kUpstreamUnavailablePrefix = "-ERR upstream unavailable";
-inline constexpr std::string_view kShuttingDown = "-ERR upstream unavailable (proxy shutting down)\r\n";
+inline constexpr std::string_view kShuttingDown =
+    "-ERR upstream unavailable (proxy shutting down)\r\n";
 
 // Redis's "wrong number of arguments for '%s' command" with the name lower-cased as given.
 std::string WrongArity(std::string_view command);

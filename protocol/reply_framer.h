@@ -33,8 +33,8 @@ class ReplyFramer {
   void Reset();
 
  private:
-  size_t pos_ = 0;       // scanned prefix of the current reply
-  int64_t owed_ = 1;     // values still needed to complete the reply
+  size_t pos_ = 0;    // scanned prefix of the current reply
+  int64_t owed_ = 1;  // values still needed to complete the reply
   std::string error_;
 };
 

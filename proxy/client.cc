@@ -26,7 +26,6 @@ constexpr size_t kReadChunk = 16 * 1024;
 constexpr size_t kMaxInFlight = 8192;
 constexpr size_t kResumeInFlight = kMaxInFlight / 2;
 
-
 // Lower-cases `s` into `buf` (size n); returns the view, empty if it does not fit.
 std::string_view Lower(std::string_view s, char* buf, size_t n) {
   if (s.size() > n) return {};
@@ -219,8 +218,9 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   }
   if (info != nullptr && info->route == Route::kCloseClient) {
     // Redis treats these as an HTTP request sent to a Redis port and closes silently.
-    LOG_WARNING("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or "
-                "Host: commands to bloomproxy. Connection aborted.");
+    LOG_WARNING(
+        "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or "
+        "Host: commands to bloomproxy. Connection aborted.");
     Close();
     return Dispatched::kStop;
   }
@@ -543,7 +543,8 @@ void Client::ApplySubscriptionFrame(Pending* slot, std::string_view frame) {
     // UNSUBSCRIBE without arguments answers once per subscription of its kind that the
     // connection had when it ran (at least once); frames arrive in execution order, so the
     // counts known now are the counts it saw.
-    const int64_t had = slot->sub_kind == 1 ? patterns_ : (slot->sub_kind == 2 ? shard_channels_ : channels_);
+    const int64_t had =
+        slot->sub_kind == 1 ? patterns_ : (slot->sub_kind == 2 ? shard_channels_ : channels_);
     slot->frames_left = static_cast<int32_t>(std::max<int64_t>(1, had));
   }
   if (kind == "subscribe" || kind == "unsubscribe") {

@@ -26,18 +26,18 @@ class UpstreamConn;
 // What the client must learn from a reply besides forwarding it.
 enum class Hook : uint8_t {
   kNone,
-  kInfo,         // append the "# Proxy" section to the upstream's INFO
-  kSelect,       // +OK: the connection's db is now `arg`
-  kMulti,        // +OK: in a transaction
-  kExec,         // EXEC/DISCARD: the transaction and the watches are over
-  kWatch,        // +OK: watching keys
-  kUnwatch,      // +OK: no longer watching
-  kSubscribe,    // (p|s)(un)subscribe: each frame carries the new subscription count
-  kMonitor,      // +OK: every later "+<timestamp> ..." frame is monitor output
-  kTracking,     // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
-  kAuthUpstream, // internal: the proxy's own AUTH on a new upstream connection
-  kServerInfo,   // internal: INFO server/replication, to learn version, mode and role
-  kUpstreamId,   // internal: CLIENT ID of a pinned connection
+  kInfo,          // append the "# Proxy" section to the upstream's INFO
+  kSelect,        // +OK: the connection's db is now `arg`
+  kMulti,         // +OK: in a transaction
+  kExec,          // EXEC/DISCARD: the transaction and the watches are over
+  kWatch,         // +OK: watching keys
+  kUnwatch,       // +OK: no longer watching
+  kSubscribe,     // (p|s)(un)subscribe: each frame carries the new subscription count
+  kMonitor,       // +OK: every later "+<timestamp> ..." frame is monitor output
+  kTracking,      // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
+  kAuthUpstream,  // internal: the proxy's own AUTH on a new upstream connection
+  kServerInfo,    // internal: INFO server/replication, to learn version, mode and role
+  kUpstreamId,    // internal: CLIENT ID of a pinned connection
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -45,16 +45,16 @@ enum class Hook : uint8_t {
 // frees the slot when the reply arrives (the reply is dropped, the connection kept).
 struct Pending {
   Client* client = nullptr;
-  std::string data;             // reply bytes gathered before the slot reached the head
-  int32_t frames_left = 1;      // replies still owed; -1 = one per subscription (UNSUBSCRIBE)
-  int64_t arg = 0;              // hook argument
+  std::string data;         // reply bytes gathered before the slot reached the head
+  int32_t frames_left = 1;  // replies still owed; -1 = one per subscription (UNSUBSCRIBE)
+  int64_t arg = 0;          // hook argument
   Hook hook = Hook::kNone;
-  bool in_flight = false;       // the command is upstream
-  bool done = false;            // all replies are in `data`
-  bool close_after = false;     // close the connection once this reply is written
-  bool suppress = false;        // CLIENT REPLY OFF/SKIP: the reply is not written
-  uint8_t sub_kind = 0;         // kSubscribe: 0 channel, 1 pattern, 2 shard
-  bool subscribe = false;       // a (P|S)SUBSCRIBE: the client enters pub/sub mode
+  bool in_flight = false;    // the command is upstream
+  bool done = false;         // all replies are in `data`
+  bool close_after = false;  // close the connection once this reply is written
+  bool suppress = false;     // CLIENT REPLY OFF/SKIP: the reply is not written
+  uint8_t sub_kind = 0;      // kSubscribe: 0 channel, 1 pattern, 2 shard
+  bool subscribe = false;    // a (P|S)SUBSCRIBE: the client enters pub/sub mode
 };
 
 // Case-insensitive ASCII comparison.
@@ -177,18 +177,18 @@ class Client {
 
   // Connection state, as the proxy tracks it. Dispatch-time flags route commands; reply-time
   // ones decide when a pinned connection is clean again.
-  bool in_multi_ = false;     // MULTI sent, EXEC/DISCARD not yet
-  int64_t multi_count_ = 0;   // commands queued since MULTI (CLIENT LIST's multi=)
-  int subscribing_ = 0;       // (P|S)SUBSCRIBE commands upstream
-  bool watching_ = false;     // WATCH sent, not yet ended by EXEC/DISCARD/UNWATCH
+  bool in_multi_ = false;    // MULTI sent, EXEC/DISCARD not yet
+  int64_t multi_count_ = 0;  // commands queued since MULTI (CLIENT LIST's multi=)
+  int subscribing_ = 0;      // (P|S)SUBSCRIBE commands upstream
+  bool watching_ = false;    // WATCH sent, not yet ended by EXEC/DISCARD/UNWATCH
   bool monitor_ = false;
   bool tracking_ = false;
   uint64_t tracking_redirect_ = 0;  // proxy client id named by CLIENT TRACKING ... REDIRECT
   uint64_t pending_redirect_ = 0;   // the same, until the upstream accepts the command
-  int64_t db_ = 0;            // confirmed by the upstream
+  int64_t db_ = 0;                  // confirmed by the upstream
   int64_t channels_ = 0, patterns_ = 0, shard_channels_ = 0;
-  bool reply_off_ = false;    // CLIENT REPLY OFF
-  bool reply_skip_ = false;   // CLIENT REPLY SKIP: the next command's reply is dropped
+  bool reply_off_ = false;   // CLIENT REPLY OFF
+  bool reply_skip_ = false;  // CLIENT REPLY SKIP: the next command's reply is dropped
 
   // Identity.
   bool authenticated_ = false;
@@ -200,7 +200,7 @@ class Client {
   uint64_t created_ms_ = 0;
   uint64_t last_interaction_ms_ = 0;
 
-  uint8_t paused_ = 0;      // kPause* bits
+  uint8_t paused_ = 0;  // kPause* bits
   bool reading_ = false;
   bool closing_ = false;
   bool close_when_drained_ = false;

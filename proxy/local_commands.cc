@@ -153,10 +153,10 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
     user_.assign(user);
   }
   if (!authenticated_) {
-    ReplyLocal(Error(
-        "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-        "HELLO AUTH <user> <pass> option can be used to authenticate the client and "
-        "select the RESP protocol version at the same time"));
+    ReplyLocal(
+        Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+              "HELLO AUTH <user> <pass> option can be used to authenticate the client and "
+              "select the RESP protocol version at the same time"));
     return Dispatched::kDone;
   }
   if (have_name) {
@@ -207,7 +207,7 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
     }
   } else if (IEquals(sub, "setinfo") && argc == 4) {
     std::string_view attr = cmd.args[2];
-    std::string* dest = IEquals(attr, "lib-name") ? &lib_name_
+    std::string* dest = IEquals(attr, "lib-name")  ? &lib_name_
                         : IEquals(attr, "lib-ver") ? &lib_ver_
                                                    : nullptr;
     if (dest == nullptr) {
@@ -358,9 +358,8 @@ std::string Client::InfoLine() const {
       static_cast<long long>(db_), static_cast<long long>(channels_),
       static_cast<long long>(patterns_), static_cast<long long>(shard_channels_),
       static_cast<long long>(in_multi_ ? multi_count_ : -1), in_.size(), in_.free_space(),
-      in_.capacity(), replies_.size(), out_.size(),
-      sizeof(Client) + in_.capacity() + out_.size(), out_.empty() ? "r" : "rw",
-      last_cmd_.c_str(), user_.c_str());
+      in_.capacity(), replies_.size(), out_.size(), sizeof(Client) + in_.capacity() + out_.size(),
+      out_.empty() ? "r" : "rw", last_cmd_.c_str(), user_.c_str());
   std::string line(buf);
   line += " lib-name=" + lib_name_ + " lib-ver=" + lib_ver_;
   return line;

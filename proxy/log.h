@@ -15,8 +15,8 @@ void Log(conf::LogLevel level, const char* fmt, ...) __attribute__((format(print
 
 }  // namespace bloomproxy::proxy
 
-#define BP_LOG(level, ...)                                                          \
-  do {                                                                              \
+#define BP_LOG(level, ...)                                                                    \
+  do {                                                                                        \
     if (::bloomproxy::proxy::LogEnabled(level)) ::bloomproxy::proxy::Log(level, __VA_ARGS__); \
   } while (0)
 #define LOG_DEBUG(...) BP_LOG(::bloomproxy::conf::LogLevel::kDebug, __VA_ARGS__)

@@ -52,10 +52,11 @@ bool Server::Start() {
                                reinterpret_cast<sockaddr_in*>(&addr));
     if (rc == 0) rc = uv_tcp_bind(&tcp_listener_, reinterpret_cast<sockaddr*>(&addr), 0);
     if (rc == 0) {
-      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_listener_), kBacklog, [](uv_stream_t* l, int status) {
-        static_cast<Server*>(l->data)->Accept(l, false);
-        (void)status;
-      });
+      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_listener_), kBacklog,
+                     [](uv_stream_t* l, int status) {
+                       static_cast<Server*>(l->data)->Accept(l, false);
+                       (void)status;
+                     });
     }
     tcp_listening_ = true;
     if (rc != 0) {
@@ -71,10 +72,11 @@ bool Server::Start() {
     unlink(options_.unixsocket.c_str());  // a stale socket file from an earlier run
     int rc = uv_pipe_bind(&unix_listener_, options_.unixsocket.c_str());
     if (rc == 0) {
-      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&unix_listener_), kBacklog, [](uv_stream_t* l, int status) {
-        static_cast<Server*>(l->data)->Accept(l, true);
-        (void)status;
-      });
+      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&unix_listener_), kBacklog,
+                     [](uv_stream_t* l, int status) {
+                       static_cast<Server*>(l->data)->Accept(l, true);
+                       (void)status;
+                     });
     }
     if (rc == 0 && options_.unixsocketperm != 0) {
       chmod(options_.unixsocket.c_str(), static_cast<mode_t>(options_.unixsocketperm));
@@ -102,8 +104,8 @@ bool Server::Start() {
 
   pool_->Start();
   if (options_.port != 0) {
-    LOG_NOTICE("bloomproxy %s ready to accept connections on %s:%d, upstream %s", BLOOMPROXY_VERSION,
-               options_.bind.c_str(), options_.port, upstream_.text.c_str());
+    LOG_NOTICE("bloomproxy %s ready to accept connections on %s:%d, upstream %s",
+               BLOOMPROXY_VERSION, options_.bind.c_str(), options_.port, upstream_.text.c_str());
   }
   if (!options_.unixsocket.empty()) {
     LOG_NOTICE("bloomproxy ready to accept connections at %s", options_.unixsocket.c_str());

@@ -145,9 +145,9 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
     self->Close(uv_strerror(rc));
     return;
   }
-  LOG_VERBOSE("upstream connection %llu to %s established (%s)",
-              static_cast<unsigned long long>(self->id_), HostOf(self->server_->upstream_address()).c_str(),
-              self->shared_ ? "shared" : "pinned");
+  LOG_VERBOSE(
+      "upstream connection %llu to %s established (%s)", static_cast<unsigned long long>(self->id_),
+      HostOf(self->server_->upstream_address()).c_str(), self->shared_ ? "shared" : "pinned");
   self->StartHandshake();
   self->server_->QueueFlush(self);
 }
@@ -159,7 +159,8 @@ void UpstreamConn::StartHandshake() {
   const conf::Options& o = server_->options();
   if (!o.upstream_password.empty()) {
     if (o.upstream_user.empty()) {
-      protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"AUTH", o.upstream_password});
+      protocol::AppendCommand(&bytes,
+                              std::initializer_list<std::string_view>{"AUTH", o.upstream_password});
     } else {
       protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{
                                           "AUTH", o.upstream_user, o.upstream_password});
@@ -323,7 +324,8 @@ void UpstreamConn::Close(const std::string& reason) {
     owner_ = nullptr;
     owner->OnPinLost();
   }
-  std::string reply = protocol::errors::UpstreamUnavailable(HostOf(server_->upstream_address()) + ": " + reason);
+  std::string reply =
+      protocol::errors::UpstreamUnavailable(HostOf(server_->upstream_address()) + ": " + reason);
   FailAll(reply);
   server_->pool().OnConnClosed(this);
   out_.Clear();
@@ -415,8 +417,9 @@ void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
     if (closing_) return;
     // A connection that worked restarts the backoff; repeated failures double it up to the cap.
     const int cap = std::max(kFirstBackoffMs, server_->options().reconnect_max_ms);
-    slot->backoff_ms = conn->ever_ready_ ? kFirstBackoffMs
-                                         : std::min(cap, std::max(kFirstBackoffMs, slot->backoff_ms * 2));
+    slot->backoff_ms = conn->ever_ready_
+                           ? kFirstBackoffMs
+                           : std::min(cap, std::max(kFirstBackoffMs, slot->backoff_ms * 2));
     if (conn->ever_ready_) {
       LOG_WARNING("upstream %s connection lost: %s", server_->upstream_address().text.c_str(),
                   conn->last_error().c_str());
