@@ -15,6 +15,7 @@
 #   DATASIZE     redis-benchmark -d (default 3)
 #   TARGETS      subset/order of "direct proxy twemproxy" (default all three)
 #   RUN_TIMEOUT  seconds before one redis-benchmark run is killed (default 600)
+#   BUSY_WARN_PCT  flag runs during which other processes used >= this % of the CPUs (default 15)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS   see bench/lib.sh
 set -euo pipefail
 
@@ -123,7 +124,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
         redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" -t "$TESTS" -n "$n" -c "$c" -P "$p" \
         -r "$KEYSPACE" -d "$DATASIZE" -q --csv >"$out" 2>"$err" || rc=$?
       snap1="$(cpu_snapshot)"
-      # CTRL-C reaches redis-benchmark too; it exits 130 and bash then skips our INT trap.
+      # CTRL-C reaches redis-benchmark too (exit 130). Our INT trap normally fires as well, but
+      # not if SIGINT was ignored when the script started (launched in the background)...
       if ((rc == 130 || rc == 143)); then
         log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
         exit 130
@@ -228,7 +230,10 @@ if loads:
     print(f"CPU used by other processes (incl. hypervisor steal) during the runs: mean"
           f" {statistics.mean(loads):.0f}%, max {max(loads):.0f}% of the machine;"
           f" {noisy} of {len(loads)} runs at >= {busy_warn:.0f}%"
-          + (" - these numbers are noisy, rerun on a quiet machine" if noisy else ""))
+          + ("" if not noisy else
+             " (marked NOISY in the progress output; the medians absorb a few such runs)"
+             if noisy * 5 <= len(loads) else
+             " - too many disturbed runs: these numbers are noisy, rerun on a quiet machine"))
 
 if "proxy" in targets and len(targets) > 1:
     print()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Memory cost of idle client connections: RSS of bloomproxy (and of twemproxy, and redis-server
 # itself for reference) idle after startup, with K idle clients connected, after they close, and
-# after a second batch of K has connected and closed (leak check).
+# after BATCHES batches of K have connected and closed (leak check).
 # See bench/README.md.
 #
 # Usage: bench/memory.sh [K] [--help]          K = number of idle clients (default 1000)
@@ -10,6 +10,7 @@
 #   TARGETS   subset/order of "proxy twemproxy direct" (default all three; "direct" measures
 #             redis-server itself, with the clients connected straight to it)
 #   SETTLE    seconds to wait before each RSS reading (default 1)
+#   BATCHES   how many times K clients connect and close in all (default 3; leak check)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS   see bench/lib.sh (for K near or above bloomproxy's default
 #             maxclients, 10000, the script passes --maxclients K+100 itself)
 set -euo pipefail
@@ -28,6 +29,8 @@ while (($#)); do
 done
 TARGETS="${TARGETS:-proxy twemproxy direct}"
 SETTLE="${SETTLE:-1}"
+BATCHES="${BATCHES:-3}"
+[[ "$BATCHES" =~ ^[1-9][0-9]*$ ]] || die "BATCHES must be a positive integer"
 for t in $TARGETS; do
   [[ "$t" == direct || "$t" == proxy || "$t" == twemproxy ]] || die "unknown target '$t'"
 done
@@ -89,7 +92,7 @@ PROXY_EXTRA=()
 declare -A PID=([direct]="$REDIS_PID") PORT=([direct]="$REDIS_PORT")
 declare -A LABEL=([direct]="redis-server (direct)" [proxy]="bloomproxy" [twemproxy]="twemproxy")
 
-echo "target,clients,rss_idle_kb,rss_clients_kb,rss_after_close_kb,rss_after_second_batch_kb,bytes_per_client,fds_idle,fds_clients" >"$CSV"
+echo "target,clients,rss_idle_kb,rss_clients_kb,rss_after_close_kb,rss_after_batches_kb,bytes_per_client,fds_idle,fds_clients" >"$CSV"
 
 # open_clients TARGET BATCH: start the helper against TARGET and wait until its K clients are
 # connected and answered; sets HOLD_PID.
@@ -134,15 +137,19 @@ measure() {
   stop_pid "$HOLD_PID"
   sleep "$SETTLE"
   after="$(rss_kb "$pid")"
-  log "${LABEL[$t]}: after the clients closed RSS ${after} KiB; second batch of $K clients"
+  log "${LABEL[$t]}: after the clients closed RSS ${after} KiB"
 
-  # A second batch of the same size should reuse the memory freed by the first; RSS growing
-  # again by about as much as the first time points at a leak.
-  open_clients "$t" 2
-  stop_pid "$HOLD_PID"
-  sleep "$SETTLE"
-  again="$(rss_kb "$pid")"
-  log "${LABEL[$t]}: after the second batch closed RSS ${again} KiB"
+  # Further batches of the same size should reuse the memory freed by the first; RSS growing
+  # by a similar amount with every batch points at a leak.
+  local b
+  again="$after"
+  for ((b = 2; b <= BATCHES; b++)); do
+    open_clients "$t" "$b"
+    stop_pid "$HOLD_PID"
+    sleep "$SETTLE"
+    again="$(rss_kb "$pid")"
+    log "${LABEL[$t]}: after batch $b of $K clients closed RSS ${again} KiB"
+  done
   echo "$t,$K,$idle,$with,$after,$again,$(((with - idle) * 1024 / K)),$fds0,$fds1" >>"$CSV"
 }
 
@@ -156,7 +163,7 @@ done
   echo "RSS = VmRSS of the server process; bytes/client = (RSS with clients - RSS idle) / $K;" \
     "proxy = ${BLOOMPROXY_BIN#"$REPO_ROOT"/}${BLOOMPROXY_ARGS:+ $BLOOMPROXY_ARGS}"
   echo
-  echo "| target | RSS idle | RSS with $K clients | RSS after close | RSS after a 2nd batch | bytes/client | fds idle → with clients |"
+  echo "| target | RSS idle | RSS with $K clients | RSS after close | RSS after $BATCHES batches | bytes/client | fds idle → with clients |"
   echo "|---|---:|---:|---:|---:|---:|---:|"
   while IFS=, read -r t _ idle with after again per fds0 fds1; do
     printf '| %s | %s KiB | %s KiB | %s KiB | %s KiB | %s | %s → %s |\n' \

@@ -324,6 +324,8 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
       arg = IEquals(cmd.args[2], "on") ? 1 : 0;
       if (arg == 1) RewriteTrackingRedirect(cmd, &rewritten);
     }
+  } else if (name == "client" && cmd.args.size() > 2 && IEquals(cmd.args[1], "unblock")) {
+    RewriteUnblock(cmd, &rewritten);
   } else if (name == "info" && InfoWantsProxySection(cmd)) {
     hook = Hook::kInfo;
   }
@@ -665,6 +667,12 @@ void Client::CloseWhenDrained() {
   Pause(kPauseClosing);
   close_when_drained_ = true;
   MarkDirty();
+}
+
+void Client::ReleaseIdleMemory() {
+  if (closing_) return;
+  if (in_.empty()) in_.ShrinkIfIdle(0);
+  out_.ReleaseIfIdle();
 }
 
 bool Client::ExemptFromTimeout() const {

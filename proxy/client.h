@@ -93,6 +93,10 @@ class Client {
   // Writes what is queued (called once per loop turn by the server).
   void Flush();
 
+  // Gives back the input and output buffers while the client is idle (called from the cron),
+  // so thousands of idle connections cost little memory.
+  void ReleaseIdleMemory();
+
   // For CLIENT LIST / INFO and the idle timeout.
   uint64_t id() const { return id_; }
   uint64_t last_interaction_ms() const { return last_interaction_ms_; }
@@ -123,6 +127,10 @@ class Client {
   Dispatched Dispatch(const protocol::Command& cmd);
   Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
   Dispatched HandleClient(const protocol::Command& cmd);
+  Dispatched HandleClientKill(const protocol::Command& cmd);
+  // Replaces the proxy client id of CLIENT UNBLOCK by the upstream id of that client's pinned
+  // connection; leaves *out empty when the id is not an integer (the upstream's error).
+  void RewriteUnblock(const protocol::Command& cmd, std::string* out);
   Dispatched HandleHello(const protocol::Command& cmd);
   Dispatched HandleAuth(const protocol::Command& cmd);
   Dispatched HandleInfo(const protocol::Command& cmd);

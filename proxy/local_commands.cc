@@ -279,6 +279,8 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
       for (const Client* c : all) add(c);
     }
     ReplyLocal(Bulk(text));
+  } else if (IEquals(sub, "kill") && argc >= 3) {
+    return HandleClientKill(cmd);
   } else if (IEquals(sub, "reply") && argc == 3) {
     // Handled here rather than upstream: on a shared connection, replies the upstream skipped
     // would break the matching of replies to clients.
@@ -297,6 +299,124 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
     return Dispatched::kForward;
   }
   return Dispatched::kDone;
+}
+
+Client::Dispatched Client::HandleClientKill(const Command& cmd) {
+  // CLIENT KILL acts on this proxy's clients, the ones CLIENT LIST shows (Redis
+  // src/networking.c clientKillCommand): the old form "CLIENT KILL addr" replies +OK or an
+  // error and may kill the caller; the filter form replies the number killed and skips the
+  // caller unless SKIPME no.
+  const size_t argc = cmd.args.size();
+  std::string_view addr, laddr, user;
+  bool have_addr = false, have_laddr = false, have_user = false;
+  int64_t id = 0;
+  std::string type;
+  bool skipme = true;
+  if (argc == 3) {
+    addr = cmd.args[2];
+    have_addr = true;
+    skipme = false;
+  } else {
+    for (size_t i = 2; i < argc; i += 2) {
+      const bool more = i + 1 < argc;
+      std::string_view opt = cmd.args[i];
+      if (IEquals(opt, "id") && more) {
+        if (!protocol::StringToInt64(cmd.args[i + 1], &id) || id < 1) {
+          ReplyLocal(Error("ERR client-id should be greater than 0"));
+          return Dispatched::kDone;
+        }
+      } else if (IEquals(opt, "type") && more) {
+        std::string_view t = cmd.args[i + 1];
+        if (IEquals(t, "normal") || IEquals(t, "pubsub") || IEquals(t, "master") ||
+            IEquals(t, "replica") || IEquals(t, "slave")) {
+          type.assign(t);
+          for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        } else {
+          ReplyLocal(Error("ERR Unknown client type '" + std::string(t) + "'"));
+          return Dispatched::kDone;
+        }
+      } else if (IEquals(opt, "addr") && more) {
+        addr = cmd.args[i + 1];
+        have_addr = true;
+      } else if (IEquals(opt, "laddr") && more) {
+        laddr = cmd.args[i + 1];
+        have_laddr = true;
+      } else if (IEquals(opt, "user") && more) {
+        user = cmd.args[i + 1];
+        bool known = user == "default";
+        for (const conf::User& u : server_->options().users) known = known || u.name == user;
+        if (!known) {
+          ReplyLocal(Error("ERR No such user '" + std::string(user) + "'"));
+          return Dispatched::kDone;
+        }
+        have_user = true;
+      } else if (IEquals(opt, "skipme") && more) {
+        if (IEquals(cmd.args[i + 1], "yes")) {
+          skipme = true;
+        } else if (IEquals(cmd.args[i + 1], "no")) {
+          skipme = false;
+        } else {
+          ReplyLocal(errors::kSyntax);
+          return Dispatched::kDone;
+        }
+      } else {
+        ReplyLocal(errors::kSyntax);
+        return Dispatched::kDone;
+      }
+    }
+  }
+  std::vector<Client*> victims;
+  bool kill_self = false;
+  for (const auto& [cid, c] : server_->clients()) {
+    if (c->closing_) continue;
+    if (have_addr && c->addr_ != addr) continue;
+    if (have_laddr && c->laddr_ != laddr) continue;
+    if (!type.empty() && (type == "pubsub") != c->in_pubsub()) continue;
+    if (type == "master" || type == "replica" || type == "slave") continue;
+    if (id != 0 && c->id_ != static_cast<uint64_t>(id)) continue;
+    if (have_user && c->user_ != user) continue;
+    if (c == this) {
+      if (skipme) continue;
+      kill_self = true;
+    } else {
+      victims.push_back(c);
+    }
+  }
+  for (Client* c : victims) c->Close();
+  const size_t killed = victims.size() + (kill_self ? 1 : 0);
+  std::string reply;
+  if (argc == 3) {
+    reply = killed == 0 ? Error("ERR No such client") : std::string("+OK\r\n");
+  } else {
+    reply = Integer(static_cast<int64_t>(killed));
+  }
+  if (kill_self) {
+    input_closed_ = true;
+    Pause(kPauseClosing);
+    ReplyLocal(reply, /*close_after=*/true);
+    return Dispatched::kStop;
+  }
+  ReplyLocal(reply);
+  return Dispatched::kDone;
+}
+
+void Client::RewriteUnblock(const Command& cmd, std::string* out) {
+  // CLIENT UNBLOCK names a proxy client; the upstream knows the blocked command by the pinned
+  // connection that carries it. Any other id becomes one the upstream cannot know (reply :0).
+  int64_t id = 0;
+  if (cmd.args.size() < 3 || !protocol::StringToInt64(cmd.args[2], &id)) return;
+  int64_t target = INT64_MAX;
+  auto it = server_->clients().find(static_cast<uint64_t>(id));
+  if (id > 0 && it != server_->clients().end()) {
+    const Client* c = it->second;
+    if (c->pinned_ != nullptr && c->inflight_ > 0 && c->pinned_->redis_client_id() > 0) {
+      target = c->pinned_->redis_client_id();
+    }
+  }
+  std::vector<std::string_view> args(cmd.args.begin(), cmd.args.end());
+  std::string upstream_id = std::to_string(target);
+  args[2] = upstream_id;
+  protocol::AppendCommand(out, args);
 }
 
 bool Client::InfoWantsProxySection(const Command& cmd) {

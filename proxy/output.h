@@ -39,6 +39,14 @@ class Output {
     write_off_ = 0;
   }
 
+  // Frees the buffers of an idle connection (nothing pending, nothing being written).
+  void ReleaseIfIdle() {
+    if (empty() && !writing()) {
+      std::string().swap(pending_);
+      std::string().swap(writing_);
+    }
+  }
+
   void Clear() {
     pending_.clear();
     Recycle(&pending_);

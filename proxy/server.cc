@@ -20,6 +20,8 @@ namespace {
 
 constexpr int kBacklog = 511;
 constexpr uint64_t kCronMs = 1000;
+// A client quiet for this long gives its buffers back (Redis's clientsCron does the same).
+constexpr uint64_t kIdleReleaseMs = 2000;
 
 }  // namespace
 
@@ -178,12 +180,13 @@ void Server::OnCheck(uv_check_t* h) {
 void Server::OnCron(uv_timer_t* t) {
   auto* self = static_cast<Server*>(t->data);
   const int timeout = self->options_.timeout;
-  if (timeout <= 0) return;
   const uint64_t now = self->NowMs();
   std::vector<Client*> idle;
   for (const auto& [id, c] : self->clients_) {
-    if (!c->closing() && !c->ExemptFromTimeout() &&
-        now - c->last_interaction_ms() > static_cast<uint64_t>(timeout) * 1000) {
+    const uint64_t idle_ms = now - c->last_interaction_ms();
+    if (idle_ms >= kIdleReleaseMs) c->ReleaseIdleMemory();
+    if (timeout > 0 && !c->closing() && !c->ExemptFromTimeout() &&
+        idle_ms > static_cast<uint64_t>(timeout) * 1000) {
       idle.push_back(c);
     }
   }

@@ -21,6 +21,17 @@ PROXY_ENV_VARS = ("BLOOMPROXY_UPSTREAM_PASSWORD", "BLOOMPROXY_UPSTREAM_USER",
                   "BLOOMPROXY_REQUIREPASS")
 
 
+def _die_with_parent():
+    """preexec_fn: the child gets SIGKILL when the test process dies (even by SIGKILL, e.g. a
+    ctest timeout), so no redis-server or bloomproxy outlives its test."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def free_port():
     """A TCP port on the loopback that was free a moment ago (bind to port 0, read, close)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -299,7 +310,8 @@ class RedisServer:
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, cwd=self.dir)
+                                         stdin=subprocess.DEVNULL, cwd=self.dir,
+                                         preexec_fn=_die_with_parent)
         finally:
             log.close()
         deadline = time.monotonic() + timeout
@@ -441,7 +453,8 @@ def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocke
             log.write(("$ " + " ".join(args) + "\n").encode())
             log.flush()
             proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=proxy_env(env), cwd=workdir)
+                                    stdin=subprocess.DEVNULL, env=proxy_env(env), cwd=workdir,
+                                    preexec_fn=_die_with_parent)
         proxy = Proxy(HOST, p, proc, log_path, unixsocket=str(unixsocket) if unixsocket else None,
                       args=args)
         deadline = time.monotonic() + ready_timeout

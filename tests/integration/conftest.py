@@ -12,6 +12,11 @@ its own proxies, so test files can run in parallel (ctest -j).
                          returns a bp_helpers.Proxy that unpacks as (host, port, process). At
                          teardown each proxy gets SIGTERM and must exit with code 0 within 10 s.
                          Its stderr/stdout go to a file in tmp, printed when the test fails.
+    bp                -> proxy() with default flags
+    hiredis_client    -> path of the hiredis test program
+
+Run:  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration [-k NAME]
+  or: ctest -L integration -j2 --output-on-failure   (from the build directory)
 
 Environment: BLOOMPROXY_BIN (default <repo>/build/bloomproxy), HIREDIS_CLIENT (built hiredis
 test client; compiled on the fly from hiredis_client.c when unset).

@@ -84,30 +84,44 @@ def test_xread_block_woken_by_xadd(bp):
 def test_disconnected_blocked_client_does_not_steal_elements(bp, redis_instance):
     """When a client blocked in BLPOP goes away, its BLPOP must not still be waiting upstream
     and pop the next element pushed (Redis unblocks and frees such a client)."""
+    direct = redis_instance.client()
     for i in range(3):
         c = RawConn(bp.port)
         c.send(cmd("BLPOP", "stolen", "0"))
-        time.sleep(0.2)
+        wait_until(lambda: direct.info("clients")["blocked_clients"] >= 1, 3,
+                   what="the BLPOP to block upstream")
         c.close()
-    direct = redis_instance.client()
-    wait_until(lambda: direct.info("clients")["blocked_clients"] == 0, 3,
-               what="the upstream to have no blocked client left")
+        wait_until(lambda: direct.info("clients")["blocked_clients"] == 0, 3,
+                   what="the upstream BLPOP of a disconnected client to end")
     with bp.raw() as p:
         assert p.command("RPUSH", "stolen", "precious") == 1
         time.sleep(0.2)
         assert p.command("LRANGE", "stolen", "0", "-1") == [b"precious"]
 
 
-def test_many_blocked_clients_woken_in_order(bp):
+def test_many_blocked_clients_woken_in_order(bp, redis_instance):
+    direct = redis_instance.client()
     blocked = []
     for i in range(10):
         c = RawConn(bp.port, timeout=10)
         c.send(cmd("BLPOP", "fifo", "5"))
         blocked.append(c)
-        time.sleep(0.05)  # Redis serves blocked clients first come, first served
+        # Redis serves blocked clients first come, first served: block them one by one.
+        wait_until(lambda: direct.info("clients")["blocked_clients"] == i + 1, 3,
+                   what=f"BLPOP #{i} to block upstream")
     with bp.raw() as p:
         for i in range(10):
             assert p.command("RPUSH", "fifo", f"e{i}") >= 0
     for i, c in enumerate(blocked):
         assert c.read_reply() == [b"fifo", b"e%d" % i], i
         c.close()
+
+
+def test_commands_pipelined_after_a_blocking_one_wait_for_it(bp, redis_instance):
+    """As in Redis, commands a client sent after BLPOP run only once BLPOP has returned."""
+    with bp.raw(timeout=5) as a, bp.raw() as b:
+        a.send(cmd("BLPOP", "q", "1") + cmd("SET", "x", "1") + cmd("PING") + cmd("GET", "x"))
+        time.sleep(0.3)
+        assert b.command("GET", "x") is None, "SET ran before the BLPOP in front of it returned"
+        assert [a.read_reply_raw() for _ in range(4)] == [b"*-1\r\n", b"+OK\r\n", b"+PONG\r\n",
+                                                          b"$1\r\n1\r\n"]

@@ -64,3 +64,21 @@ def test_bind_address_is_respected(proxy):
         return
     c.close()
     raise AssertionError("bloomproxy accepted a connection on 127.0.0.2 though bound to 127.0.0.1")
+
+
+def test_unixsocketperm(proxy, tmp_path):
+    path = str(tmp_path / "perm.sock")
+    proxy("--unixsocketperm", "700", unixsocket=path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+
+
+def test_upstream_over_unix_socket(proxy, redis_factory, tmp_path):
+    sock = str(tmp_path / "redis.sock")
+    upstream = redis_factory(extra_args=["--unixsocket", sock, "--unixsocketperm", "700"])
+    p = proxy(upstream=f"unix:{sock}")
+    with RawConn(p.port) as c:
+        assert c.command("SET", "via-unix-upstream", "1") == b"OK"
+        c.send(cmd("MULTI") + cmd("INCR", "n") + cmd("EXEC"))
+        assert [c.read_reply_raw() for _ in range(3)] == [b"+OK\r\n", b"+QUEUED\r\n",
+                                                          b"*1\r\n:1\r\n"]
+    assert upstream.client().get("via-unix-upstream") == b"1"

@@ -5,7 +5,7 @@ import signal
 import subprocess
 import time
 
-from bp_helpers import (BLOOMPROXY_BIN, HOST, RawConn, encode_command as cmd, free_port,
+from bp_helpers import (BLOOMPROXY_BIN, HOST, _die_with_parent, RawConn, encode_command as cmd, free_port,
                         ping_ok, proxy_env, tail, wait_until)
 
 
@@ -112,7 +112,7 @@ def start_raw(tmp_path, *args):
     with open(log, "wb") as f:
         proc = subprocess.Popen([BLOOMPROXY_BIN, *map(str, args)], stdout=f,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=proxy_env())
+                                env=proxy_env(), preexec_fn=_die_with_parent)
     return proc, log
 
 
@@ -160,3 +160,71 @@ def test_config_file_is_used_and_flags_override_it(tmp_path, redis_instance):
             assert c.command("GET", "k") == b"conf"
     finally:
         stop_raw(proc, log)
+
+
+def test_sigterm_finishes_in_flight_request(proxy):
+    """A reply the upstream is still computing when SIGTERM arrives is delivered before the
+    client connection is closed (shutdown-timeout-ms defaults to 5 s)."""
+    p = proxy()
+    c = RawConn(p.port, timeout=10)
+    assert c.command("PING") == b"PONG"
+    busy_script = ("local t0 = redis.call('TIME') "
+                   "while true do local t = redis.call('TIME') "
+                   "if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 700000 then break end end "
+                   "return 'done'")
+    c.send(cmd("EVAL", busy_script, "0"))
+    time.sleep(0.2)
+    p.process.send_signal(signal.SIGTERM)
+    assert c.read_until_eof(8) == b"$4\r\ndone\r\n"
+    assert p.process.wait(10) == 0
+    c.close()
+
+
+def test_version_matches_info(proxy):
+    res = run_bin("--version")
+    assert res.returncode == 0, res.stderr
+    p = proxy()
+    with RawConn(p.port) as c:
+        info = c.command("INFO").decode()
+    version = re.search(r"^proxy_version:(\S+)\r?$", info, re.M)
+    assert version, info
+    assert version.group(1) in res.stdout + res.stderr
+
+
+def test_config_file_as_only_argument(tmp_path, redis_instance):
+    port = free_port()
+    conf = write(tmp_path / "pos.conf",
+                 f"port {port}\nbind 127.0.0.1\nupstream 127.0.0.1:{redis_instance.port}\n")
+    proc, log = start_raw(tmp_path, conf)
+    try:
+        wait_until(lambda: ping_ok(port) or proc.poll() is not None, 10,
+                   what="bloomproxy started with the config file as its argument")
+        assert proc.poll() is None, tail(log)
+        with RawConn(port) as c:
+            assert c.command("SET", "pos", "1") == b"OK"
+    finally:
+        stop_raw(proc, log)
+
+
+def test_logfile(proxy, tmp_path):
+    path = tmp_path / "bp-file.log"
+    p = proxy("--logfile", path)
+    with RawConn(p.port) as c:
+        assert c.command("PING") == b"PONG"
+    assert p.terminate_and_wait() == 0
+    assert path.exists() and path.stat().st_size > 0
+
+
+def test_extra_users(proxy):
+    p = proxy("--user", "alice:alicepw", "--requirepass", "defpw")
+    with RawConn(p.port) as c:
+        c.send(cmd("AUTH", "alice", "wrong"))
+        assert c.read_reply_raw() == \
+            b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+        c.send(cmd("GET", "k"))
+        assert c.read_reply_raw() == b"-NOAUTH Authentication required.\r\n"
+        assert c.command("AUTH", "alice", "alicepw") == b"OK"
+        assert c.command("SET", "k", "alice") == b"OK"
+    with RawConn(p.port) as c:
+        assert c.command("AUTH", "defpw") == b"OK"
+        assert c.command("GET", "k") == b"alice"

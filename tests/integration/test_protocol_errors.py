@@ -105,3 +105,11 @@ def test_unauthenticated_limits(proxy, password_redis, name, payload, expected):
         args = ["MSET"] + [f"k{i}" if j == 0 else "v" * 20000 for i in range(6) for j in (0, 1)]
         assert len(args) == 13
         assert c.command(*args) == b"OK"
+
+
+def test_proto_max_bulk_len(proxy):
+    p = proxy("--proto-max-bulk-len", "1mb")
+    with RawConn(p.port) as c:
+        assert c.command("SET", "ok", "x" * (1024 * 1024)) == b"OK"
+    assert roundtrip_raw(p.port, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1048577\r\n",
+                         expect_close=True) == b"-ERR Protocol error: invalid bulk length\r\n"

@@ -3,7 +3,7 @@
 import pytest
 import redis
 
-from bp_helpers import RawConn, compare_with_redis, encode_command as cmd, wait_until
+from bp_helpers import RawConn, compare_with_redis, encode_command as cmd
 
 
 def test_multi_exec_queues_and_executes(bp, redis_instance):

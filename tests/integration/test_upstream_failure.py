@@ -140,3 +140,109 @@ def test_proxy_started_before_its_upstream(proxy, tmp_path):
             assert c.command("GET", "k") == b"v"
         finally:
             server.kill()
+
+
+def _reply_or_close(conn, timeout):
+    """The next reply, or None if the proxy closed the connection. Fails on a hang."""
+    t0 = time.monotonic()
+    try:
+        conn.sock.settimeout(timeout)
+        raw = conn.read_reply_raw()
+    except (EOFError, ConnectionResetError, BrokenPipeError):
+        raw = None
+    except OSError as exc:  # socket.timeout
+        raise AssertionError(f"no reply and no close within {timeout}s ({exc!r})")
+    assert time.monotonic() - t0 < timeout + 0.1
+    return raw
+
+
+def test_pinned_clients_when_upstream_dies(bp, redis_instance):
+    """Clients holding pinned connections (blocked, subscribed, in MULTI, in SELECT 3) get an
+    error or are disconnected promptly; none hangs, and none has its later commands run with
+    the wrong state after the restart."""
+    blocked = RawConn(bp.port, timeout=10)
+    blocked.send(cmd("BLPOP", "q", "0"))
+    sub = RawConn(bp.port, timeout=10)
+    sub.send(cmd("SUBSCRIBE", "ch"))
+    assert sub.read_reply() == [b"subscribe", b"ch", 1]
+    multi = RawConn(bp.port, timeout=10)
+    assert multi.command("MULTI") == b"OK"
+    assert multi.command("SET", "queued", "1") == b"QUEUED"
+    db3 = RawConn(bp.port, timeout=10)
+    assert db3.command("SELECT", "3") == b"OK"
+    assert db3.command("SET", "in3", "before") == b"OK"
+    time.sleep(0.2)
+    redis_instance.kill()
+    for name, conn in (("blocked", blocked), ("subscribed", sub)):
+        raw = _reply_or_close(conn, PROMPT)
+        assert raw is None or raw.startswith(UNAVAILABLE), f"{name}: {raw!r}"
+    redis_instance.start()
+    direct3, direct0 = redis_instance.client(db=3), redis_instance.client(db=0)
+    time.sleep(1.5)  # time enough for the proxy to reconnect
+    # The client in db 3: an error, a close, or a write that lands in db 3 - never in db 0.
+    try:
+        db3.send(cmd("SET", "in3", "after"))
+        raw = _reply_or_close(db3, 5)
+    except (BrokenPipeError, ConnectionResetError):
+        raw = None
+    assert direct0.get("in3") is None, "a client that selected db 3 wrote into db 0"
+    if raw == b"+OK\r\n":
+        assert direct3.get("in3") == b"after"
+    else:
+        assert raw is None or raw.startswith(b"-"), raw
+    # The client in MULTI: EXEC either fails (error or close) or really executed the queue.
+    try:
+        multi.send(cmd("EXEC"))
+        raw = _reply_or_close(multi, 5)
+    except (BrokenPipeError, ConnectionResetError):
+        raw = None
+    if raw is not None and raw.startswith(b"*") and raw != b"*-1\r\n":
+        assert direct0.get("queued") == b"1", f"EXEC replied {raw!r} but nothing ran"
+    else:
+        assert direct0.get("queued") is None, f"EXEC replied {raw!r} yet the queue ran"
+    for c in (blocked, sub, multi, db3):
+        c.close()
+    with RawConn(bp.port) as c:
+        assert c.command("SET", "fine", "1") == b"OK"
+
+
+def test_pipeline_in_flight_when_upstream_dies(bp, redis_instance):
+    """20001 pipelined commands, the upstream killed while they are in flight: every command
+    gets exactly one reply (right value or upstream error), in order, promptly; the connection
+    stays usable."""
+    value = b"x" * 1000
+    good_get = b"$1000\r\n" + value + b"\r\n"
+    with RawConn(bp.port, timeout=PROMPT + 2) as c:
+        c.send(cmd("SET", "v", value) + cmd("GET", "v") * 20000 + cmd("ECHO", "end"))
+        time.sleep(0.01)
+        redis_instance.kill()
+        first = c.read_reply_raw()
+        assert first == b"+OK\r\n" or first.startswith(UNAVAILABLE), first
+        errors = 0
+        for i in range(20000):
+            raw = c.read_reply_raw()
+            if raw.startswith(UNAVAILABLE):
+                errors += 1
+            else:
+                assert raw == good_get, f"reply #{i + 1}: {raw[:80]!r}"
+        assert c.read_reply_raw() == b"$3\r\nend\r\n"  # answered by the proxy, in order
+        assert errors > 0
+        redis_instance.start()
+        wait_until(lambda: c.command("SET", "again", "1") == b"OK", 10, interval=0.1,
+                   what="service to resume")
+
+
+def test_upstream_password_is_sent_again_after_restart(proxy, redis_factory):
+    upstream = redis_factory(password="upw")
+    p = proxy("--upstream-password", "upw", upstream=upstream.address)
+    with RawConn(p.port, timeout=10) as c:
+        assert c.command("SET", "k", "1") == b"OK"
+        upstream.kill()
+        assert_unavailable(c, "GET", "k")
+        upstream.start()
+        wait_until(lambda: c.command("SET", "k", "2") == b"OK", 10, interval=0.1,
+                   what="service to resume with the upstream password")
+        c.send(cmd("MULTI") + cmd("INCR", "k") + cmd("EXEC"))
+        assert [c.read_reply_raw() for _ in range(3)] == [b"+OK\r\n", b"+QUEUED\r\n",
+                                                          b"*1\r\n:3\r\n"]
+    assert upstream.client().get("k") == b"3"
