@@ -28,6 +28,25 @@ bool ValidClientAttr(std::string_view s) {
   return true;
 }
 
+// CLIENT LIST / CLIENT KILL TYPE: the names Redis accepts, lower-cased into *out.
+bool ParseClientType(std::string_view t, std::string* out) {
+  for (const char* name : {"normal", "pubsub", "master", "replica", "slave"}) {
+    if (IEquals(t, name)) {
+      out->assign(name);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The proxy's clients are "normal" or, while subscribed, "pubsub"; never master or replica.
+bool MatchesClientType(const Client& c, const std::string& type) {
+  if (type.empty()) return true;
+  if (type == "normal") return !c.in_pubsub();
+  if (type == "pubsub") return c.in_pubsub();
+  return false;
+}
+
 std::string Bulk(std::string_view s) {
   std::string out;
   protocol::AppendBulk(&out, s);
@@ -230,13 +249,8 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
     std::vector<uint64_t> ids;
     for (size_t j = 2; j < argc; ++j) {
       if (IEquals(cmd.args[j], "type") && j + 1 < argc) {
-        std::string_view t = cmd.args[++j];
-        if (IEquals(t, "normal") || IEquals(t, "pubsub") || IEquals(t, "master") ||
-            IEquals(t, "replica") || IEquals(t, "slave")) {
-          type.assign(t);
-          for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        } else {
-          ReplyLocal(Error("ERR Unknown client type '" + std::string(t) + "'"));
+        if (!ParseClientType(cmd.args[++j], &type)) {
+          ReplyLocal(Error("ERR Unknown client type '" + std::string(cmd.args[j]) + "'"));
           return Dispatched::kDone;
         }
       } else if (IEquals(cmd.args[j], "id") && j + 1 < argc) {
@@ -256,13 +270,7 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
     std::string text;
     auto add = [&](const Client* c) {
       if (c == nullptr || c->closing_) return;
-      if (!type.empty()) {
-        const bool pubsub = c->in_pubsub();
-        if ((type == "pubsub") != pubsub || type == "master" || type == "replica" ||
-            type == "slave") {
-          return;
-        }
-      }
+      if (!MatchesClientType(*c, type)) return;
       text += c->InfoLine();
       text += '\n';
     };
@@ -326,13 +334,8 @@ Client::Dispatched Client::HandleClientKill(const Command& cmd) {
           return Dispatched::kDone;
         }
       } else if (IEquals(opt, "type") && more) {
-        std::string_view t = cmd.args[i + 1];
-        if (IEquals(t, "normal") || IEquals(t, "pubsub") || IEquals(t, "master") ||
-            IEquals(t, "replica") || IEquals(t, "slave")) {
-          type.assign(t);
-          for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        } else {
-          ReplyLocal(Error("ERR Unknown client type '" + std::string(t) + "'"));
+        if (!ParseClientType(cmd.args[i + 1], &type)) {
+          ReplyLocal(Error("ERR Unknown client type '" + std::string(cmd.args[i + 1]) + "'"));
           return Dispatched::kDone;
         }
       } else if (IEquals(opt, "addr") && more) {
@@ -371,8 +374,7 @@ Client::Dispatched Client::HandleClientKill(const Command& cmd) {
     if (c->closing_) continue;
     if (have_addr && c->addr_ != addr) continue;
     if (have_laddr && c->laddr_ != laddr) continue;
-    if (!type.empty() && (type == "pubsub") != c->in_pubsub()) continue;
-    if (type == "master" || type == "replica" || type == "slave") continue;
+    if (!MatchesClientType(*c, type)) continue;
     if (id != 0 && c->id_ != static_cast<uint64_t>(id)) continue;
     if (have_user && c->user_ != user) continue;
     if (c == this) {
