@@ -121,6 +121,31 @@ bool ParseMemory(std::string_view s, int64_t min, int64_t* out, std::string* err
   return true;
 }
 
+// An error rate: a decimal number strictly between 0 and 1.
+bool ParseRate(std::string_view s, double* out, std::string* error) {
+  double value = 0;
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  if (s.empty() || ec != std::errc() || ptr != end || !(value > 0 && value < 1)) {
+    *error = Quote(s) + " is not an error rate in (0, 1)";
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+bool CheckAtMost(std::string_view s, int64_t value, int64_t max, std::string* error) {
+  if (value <= max) return true;
+  *error = Quote(s) + " is above the maximum of " + std::to_string(max / kMb) + "mb";
+  return false;
+}
+
+std::string ShowDouble(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
 bool IsIpLiteral(const std::string& s, int family) {
   unsigned char buf[sizeof(in6_addr)];
   return inet_pton(family, s.c_str(), buf) == 1;
@@ -387,6 +412,42 @@ const Directive kDirectives[] = {
        return ParseIntField(a[0], 0, INT_MAX, &s->options->shutdown_timeout_ms, e);
      },
      [](const Options& o) { return std::to_string(o.shutdown_timeout_ms); }},
+    {"bf-mode", 1, "MODE", "BF.*: emulate, or forward (RedisBloom upstream)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (EqualsIgnoreCase(a[0], "emulate")) {
+         s->options->bf_mode = BfMode::kEmulate;
+       } else if (EqualsIgnoreCase(a[0], "forward")) {
+         s->options->bf_mode = BfMode::kForward;
+       } else {
+         *e = Quote(a[0]) + " is not a mode (emulate, forward)";
+         return false;
+       }
+       return true;
+     },
+     [](const Options& o) {
+       return std::string(o.bf_mode == BfMode::kEmulate ? "emulate" : "forward");
+     }},
+    {"bf-error-rate", 1, "RATE", "error rate of filters BF.ADD creates",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseRate(a[0], &s->options->bf_error_rate, e);
+     },
+     [](const Options& o) { return ShowDouble(o.bf_error_rate); }},
+    {"bf-initial-capacity", 1, "N", "capacity of filters that BF.ADD creates",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseInt(a[0], 1, int64_t{1} << 30, &s->options->bf_initial_capacity, e);
+     },
+     [](const Options& o) { return std::to_string(o.bf_initial_capacity); }},
+    {"bf-expansion", 1, "N", "expansion of filters that BF.ADD creates (1..32768)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 1, 32768, &s->options->bf_expansion, e);
+     },
+     [](const Options& o) { return std::to_string(o.bf_expansion); }},
+    {"bf-max-shard-bytes", 1, "SIZE", "largest key of a sub-filter (>= 64)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseMemory(a[0], 64, &s->options->bf_max_shard_bytes, e) &&
+              CheckAtMost(a[0], s->options->bf_max_shard_bytes, 512LL * kMb, e);
+     },
+     [](const Options& o) { return ShowMemory(o.bf_max_shard_bytes); }},
 };
 
 const Directive* FindDirective(std::string_view name) {

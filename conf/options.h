@@ -19,7 +19,21 @@ inline constexpr int kDefaultConnectTimeoutMs = 2000;
 inline constexpr int kDefaultReconnectMaxMs = 1000;
 inline constexpr int kDefaultShutdownTimeoutMs = 5000;
 
+inline constexpr double kDefaultBfErrorRate = 0.01;
+inline constexpr int64_t kDefaultBfInitialCapacity = 100;
+inline constexpr int kDefaultBfExpansion = 2;
+// A filter's sub-filter larger than this is split over several keys. 64 MiB less the 10 bytes
+// of a Redis string's header (sdshdr32 + NUL) makes each full shard exactly one jemalloc size
+// class (64 MiB), so no shard is rounded up, and stays far below Redis's 512 MB string limit.
+inline constexpr int64_t kDefaultBfMaxShardBytes = 64LL * 1024 * 1024 - 10;
+
 enum class LogLevel { kDebug, kVerbose, kNotice, kWarning };
+
+// What the proxy does with BF.* commands.
+enum class BfMode {
+  kEmulate,  // answered by the proxy on plain Redis strings (the default)
+  kForward,  // passed to the upstream unchanged (a server with the RedisBloom module)
+};
 
 // One user a client may AUTH as (directive `user NAME PASSWORD`). `requirepass` is the
 // password of the user "default".
@@ -52,6 +66,13 @@ struct Options {
   int timeout = 0;  // seconds a client may idle before it is closed; 0 = never
   int64_t proto_max_bulk_len = kDefaultProtoMaxBulkLen;
   int64_t client_query_buffer_limit = kDefaultClientQueryBufferLimit;
+
+  // Bloom filters (BF.*).
+  BfMode bf_mode = BfMode::kEmulate;
+  double bf_error_rate = kDefaultBfErrorRate;           // BF.ADD/INSERT on a new key
+  int64_t bf_initial_capacity = kDefaultBfInitialCapacity;
+  int bf_expansion = kDefaultBfExpansion;
+  int64_t bf_max_shard_bytes = kDefaultBfMaxShardBytes;
 
   // Process.
   LogLevel loglevel = LogLevel::kNotice;
