@@ -412,7 +412,7 @@ const Directive kDirectives[] = {
        return ParseIntField(a[0], 0, INT_MAX, &s->options->shutdown_timeout_ms, e);
      },
      [](const Options& o) { return std::to_string(o.shutdown_timeout_ms); }},
-    {"bf-mode", 1, "MODE", "BF.*: emulate, or forward (RedisBloom upstream)",
+    {"bf-mode", 1, "MODE", "BF.*: emulate, or forward to RedisBloom",
      [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
        if (EqualsIgnoreCase(a[0], "emulate")) {
          s->options->bf_mode = BfMode::kEmulate;
