@@ -22,10 +22,11 @@ inline constexpr int kDefaultShutdownTimeoutMs = 5000;
 inline constexpr double kDefaultBfErrorRate = 0.01;
 inline constexpr int64_t kDefaultBfInitialCapacity = 100;
 inline constexpr int kDefaultBfExpansion = 2;
-// A filter's sub-filter larger than this is split over several keys. 64 MiB less the 10 bytes
-// of a Redis string's header (sdshdr32 + NUL) makes each full shard exactly one jemalloc size
-// class (64 MiB), so no shard is rounded up, and stays far below Redis's 512 MB string limit.
-inline constexpr int64_t kDefaultBfMaxShardBytes = 64LL * 1024 * 1024 - 10;
+// A filter's sub-filter larger than this is split over several keys. A Redis string of n bytes
+// takes n + 10 bytes (sdshdr32 + NUL), n + 12 when Redis kept the argument's query buffer, so
+// 64 MiB less 16 makes each full shard fit exactly one jemalloc size class (64 MiB) instead of
+// being rounded up by 25 %, and stays far below Redis's 512 MB string limit.
+inline constexpr int64_t kDefaultBfMaxShardBytes = 64LL * 1024 * 1024 - 16;
 
 enum class LogLevel { kDebug, kVerbose, kNotice, kWarning };
 

@@ -8,6 +8,7 @@
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "proxy/log.h"
+#include "proxy/plan_runner.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
@@ -155,6 +156,12 @@ void Client::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
 }
 
 void Client::ProcessInput() {
+  processing_ = true;
+  ProcessCommands();
+  processing_ = false;
+}
+
+void Client::ProcessCommands() {
   while (paused_ == 0 && !closing_ && !in_.empty()) {
     size_t consumed = 0;
     protocol::ParseStatus st = parser_.Parse(in_.view(), authenticated_, &consumed, &cmd_);
@@ -226,6 +233,11 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   }
   if (!authenticated_) {
     // Redis checks existence and arity before authentication (src/server.c processCommand).
+    filters::BfCommand bf;
+    if (info == nullptr && server_->bf_emulate() && filters::LookupBfCommand(cmd.args[0], &bf)) {
+      ReplyLocal(errors::kNoAuth);
+      return Dispatched::kDone;
+    }
     if (info == nullptr) {
       ReplyLocal(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
       return Dispatched::kDone;
@@ -260,6 +272,12 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
       // AUTH, CLIENT SETNAME, HELLO queued in a transaction change the upstream connection.
       pinned_->mark_dirty();
     }
+  } else if (server_->bf_emulate()) {
+    Dispatched d = HandleFilterCommand(cmd, name);
+    if (d != Dispatched::kForward) return d;
+  }
+  if (pinned_ != nullptr && (in_multi_ || in_pubsub() || subscribing_ > 0 || monitor_)) {
+    // As above: the pinned connection's.
   } else if (info != nullptr && info->route == Route::kLocal) {
     if (pinned_ != nullptr && (name == "ping" || name == "echo")) {
       // Forwarding keeps them in order with the pinned connection's replies.
@@ -328,6 +346,12 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     RewriteUnblock(cmd, &rewritten);
   } else if (name == "info" && InfoWantsProxySection(cmd)) {
     hook = Hook::kInfo;
+  } else if (name == "command" && server_->bf_emulate()) {
+    if (cmd.args.size() == 1 || (cmd.args.size() == 2 && IEquals(cmd.args[1], "list"))) {
+      hook = Hook::kCommandAll;
+    } else if (cmd.args.size() == 2 && IEquals(cmd.args[1], "count")) {
+      hook = Hook::kCommandCount;
+    }
   }
 
   UpstreamConn* target = pinned_;
@@ -483,6 +507,9 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       std::string bulk;
       protocol::AppendBulk(&bulk, body);
       slot->data.append(bulk);
+    } else if ((slot->hook == Hook::kCommandAll || slot->hook == Hook::kCommandCount) &&
+               !is_error) {
+      slot->data.append(AddBfCommands(slot->hook, frame));
     } else if (!replies_.empty() && replies_.front() == slot) {
       Append(frame);
     } else {
@@ -504,6 +531,41 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
   if ((paused_ & kPauseBackpressure) && inflight_ <= kResumeInFlight) Resume(kPauseBackpressure);
   (void)conn;
   return true;
+}
+
+std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
+  // COMMAND and COMMAND LIST: an array, to which the BF.* entries (or names) are appended;
+  // COMMAND COUNT: an integer.
+  std::vector<std::string> extra;
+  if (hook == Hook::kCommandAll) {
+    extra = filters::BfCommandEntries();
+  }
+  const size_t eol = frame.find("\r\n");
+  int64_t n = 0;
+  if (eol == std::string_view::npos || frame.size() < 2 ||
+      !protocol::StringToInt64(frame.substr(1, eol - 1), &n)) {
+    return std::string(frame);
+  }
+  const int64_t added = static_cast<int64_t>(filters::BfCommandEntries().size());
+  std::string out;
+  if (frame[0] == ':' && hook == Hook::kCommandCount) {
+    protocol::AppendInteger(&out, n + added);
+    return out;
+  }
+  if (frame[0] != '*') return std::string(frame);
+  protocol::AppendArrayHeader(&out, n + added);
+  out.append(frame.substr(eol + 2));
+  // COMMAND LIST's elements are names; COMMAND's are entries.
+  const bool names = frame.size() > eol + 2 && frame[eol + 2] == '$';
+  for (const std::string& entry : extra) {
+    if (names) {
+      protocol::ReplyPtr r = server_->decoder().Decode(entry);
+      protocol::AppendBulk(&out, r && r->elements > 0 ? protocol::ReplyString(r->element[0]) : "");
+    } else {
+      out += entry;
+    }
+  }
+  return out;
 }
 
 void Client::ApplyHook(Pending* slot, std::string_view frame) {
@@ -590,6 +652,57 @@ void Client::OnPinLost() {
   }
 }
 
+void Client::OnPlanDone(Pending* slot, std::string reply) {
+  slot->done = true;
+  if (!slot->suppress) slot->data = std::move(reply);
+  if (inflight_ > 0) --inflight_;
+  DeliverHead();
+  if (inflight_ == 0) MaybeReleasePin();
+  Resume(kPausePlan);
+  if (inflight_ == 0 && (paused_ & kPauseBarrier)) Resume(kPauseBarrier);
+}
+
+Client::Dispatched Client::HandleFilterCommand(const Command& cmd, std::string_view name) {
+  filters::BfCommand bf;
+  if (filters::LookupBfCommand(cmd.args[0], &bf)) {
+    filters::BfRequest request;
+    std::string error = filters::ParseBfRequest(cmd.args, server_->bf_config().defaults, &request);
+    if (!error.empty()) {
+      ReplyLocal(error);
+      return Dispatched::kDone;
+    }
+    return StartPlan(filters::MakeBfPlan(request, &server_->filter_cache(), &server_->bf_config()));
+  }
+  if (name == "type" || name == "del" || name == "unlink" || name == "expire" ||
+      name == "pexpire" || name == "expireat" || name == "pexpireat" || name == "persist" ||
+      name == "rename" || name == "renamenx") {
+    std::unique_ptr<filters::Plan> plan = filters::MakeKeyPlan(cmd.args, &server_->filter_cache());
+    if (plan) return StartPlan(std::move(plan));
+  }
+  return Dispatched::kForward;
+}
+
+Client::Dispatched Client::StartPlan(std::unique_ptr<filters::Plan> plan) {
+  UpstreamConn* target = pinned_ ? pinned_ : server_->pool().Shared(&shared_slot_);
+  if (target == nullptr) {
+    ReplyLocal(errors::UpstreamUnavailable(server_->upstream_address().text + ": " +
+                                           server_->pool().unavailable_reason()));
+    return Dispatched::kDone;
+  }
+  if (inflight_ > 0 && inflight_conn_ != target) {
+    Pause(kPauseBarrier);
+    return Dispatched::kRetryLater;
+  }
+  Pending* p = NewSlot();
+  replies_.push_back(p);
+  ++inflight_;
+  inflight_conn_ = target;
+  // Later commands of this client wait for the plan: its steps may write what they read.
+  Pause(kPausePlan);
+  PlanRunner::Run(server_, this, p, target, std::move(plan));
+  return Dispatched::kDone;
+}
+
 bool Client::NeedsPin() const {
   return in_multi_ || watching_ || monitor_ || tracking_ || db_ != 0 || in_pubsub() ||
          subscribing_ > 0;
@@ -655,7 +768,8 @@ void Client::Pause(uint8_t reason) {
 
 void Client::Resume(uint8_t reason) {
   paused_ &= static_cast<uint8_t>(~reason);
-  if (paused_ != 0 || closing_) return;
+  // Inside ProcessInput (a plan that finished at once) the loop there carries on by itself.
+  if (paused_ != 0 || closing_ || processing_) return;
   ProcessInput();
   if (paused_ == 0 && !closing_ && !reading_) {
     if (uv_read_start(stream(), OnAlloc, OnRead) == 0) reading_ = true;

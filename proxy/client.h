@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "filters/bf_plan.h"
 #include "protocol/request_parser.h"
 #include "proxy/buffer.h"
 #include "proxy/output.h"
@@ -20,6 +22,7 @@
 namespace bloomproxy::proxy {
 
 class Client;
+class PlanRunner;
 class Server;
 class UpstreamConn;
 
@@ -38,6 +41,8 @@ enum class Hook : uint8_t {
   kAuthUpstream,  // internal: the proxy's own AUTH on a new upstream connection
   kServerInfo,    // internal: INFO server/replication, to learn version, mode and role
   kUpstreamId,    // internal: CLIENT ID of a pinned connection
+  kCommandAll,    // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
+  kCommandCount,  // COMMAND COUNT: plus the BF.* commands
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -49,12 +54,13 @@ struct Pending {
   int32_t frames_left = 1;  // replies still owed; -1 = one per subscription (UNSUBSCRIBE)
   int64_t arg = 0;          // hook argument
   Hook hook = Hook::kNone;
-  bool in_flight = false;    // the command is upstream
-  bool done = false;         // all replies are in `data`
-  bool close_after = false;  // close the connection once this reply is written
-  bool suppress = false;     // CLIENT REPLY OFF/SKIP: the reply is not written
-  uint8_t sub_kind = 0;      // kSubscribe: 0 channel, 1 pattern, 2 shard
-  bool subscribe = false;    // a (P|S)SUBSCRIBE: the client enters pub/sub mode
+  bool in_flight = false;      // the command is upstream
+  bool done = false;           // all replies are in `data`
+  bool close_after = false;    // close the connection once this reply is written
+  bool suppress = false;       // CLIENT REPLY OFF/SKIP: the reply is not written
+  uint8_t sub_kind = 0;        // kSubscribe: 0 channel, 1 pattern, 2 shard
+  bool subscribe = false;      // a (P|S)SUBSCRIBE: the client enters pub/sub mode
+  PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
 };
 
 // Case-insensitive ASCII comparison.
@@ -89,6 +95,8 @@ class Client {
   bool OnPush(UpstreamConn* conn, std::string_view frame);
   // The pinned connection died; the connection state it held is gone.
   void OnPinLost();
+  // A plan started for `slot` is over; `reply` is the client's reply.
+  void OnPlanDone(Pending* slot, std::string reply);
 
   // Writes what is queued (called once per loop turn by the server).
   void Flush();
@@ -115,6 +123,7 @@ class Client {
   static constexpr uint8_t kPauseBarrier = 1;       // replies awaited before switching connection
   static constexpr uint8_t kPauseBackpressure = 2;  // too many commands upstream
   static constexpr uint8_t kPauseClosing = 4;       // QUIT, protocol error or shutdown
+  static constexpr uint8_t kPausePlan = 8;          // a plan runs: its steps come first
 
   enum class Dispatched {
     kDone,        // handled (forwarded or answered)
@@ -124,6 +133,8 @@ class Client {
   };
 
   void ProcessInput();
+  void ProcessCommands();
+  std::string AddBfCommands(Hook hook, std::string_view frame);
   Dispatched Dispatch(const protocol::Command& cmd);
   Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
   Dispatched HandleClient(const protocol::Command& cmd);
@@ -135,6 +146,10 @@ class Client {
   Dispatched HandleAuth(const protocol::Command& cmd);
   Dispatched HandleInfo(const protocol::Command& cmd);
   Dispatched HandleReset();
+  // BF.* commands and key-level commands on filters (filters/bf_plan.h); kForward when the
+  // command is not one of them.
+  Dispatched HandleFilterCommand(const protocol::Command& cmd, std::string_view lower_name);
+  Dispatched StartPlan(std::unique_ptr<filters::Plan> plan);
   void ReplyProtocolError(const std::string& error);
   static bool InfoWantsProxySection(const protocol::Command& cmd);
   // Replaces the proxy client id after REDIRECT by the upstream id of that client's pinned
@@ -214,6 +229,7 @@ class Client {
   bool close_when_drained_ = false;
   bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
   bool flush_queued_ = false;
+  bool processing_ = false;  // inside ProcessInput: Resume only clears pause bits
 
   friend class Server;
 };

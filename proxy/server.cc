@@ -27,6 +27,10 @@ constexpr uint64_t kIdleReleaseMs = 2000;
 
 Server::Server(const conf::Options& options) : options_(options) {
   uv_loop_init(&loop_);
+  bf_config_.defaults.error_rate = options.bf_error_rate;
+  bf_config_.defaults.capacity = static_cast<uint64_t>(options.bf_initial_capacity);
+  bf_config_.defaults.expansion = static_cast<uint32_t>(options.bf_expansion);
+  bf_config_.max_shard_bytes = static_cast<uint64_t>(options.bf_max_shard_bytes);
   pool_ = std::make_unique<UpstreamPool>(this);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conf/options.h"
+#include "filters/bf_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/upstream.h"
 
@@ -58,6 +59,10 @@ class Server {
   size_t client_count() const { return clients_.size(); }
   const std::unordered_map<uint64_t, Client*>& clients() const { return clients_; }
   std::string ProxySection() const;
+  // BF.* emulation: on unless bf-mode is forward.
+  bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
+  const filters::BfConfig& bf_config() const { return bf_config_; }
+  filters::FilterCache& filter_cache() { return filter_cache_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -102,6 +107,8 @@ class Server {
   uint64_t upstream_ids_ = 0;
   uint64_t started_ms_ = 0;
   std::string scratch_;
+  filters::BfConfig bf_config_;
+  filters::FilterCache filter_cache_;
   bool shutting_down_ = false;
   bool stopped_ = false;
 };

@@ -11,6 +11,7 @@
 #include "protocol/request_parser.h"
 #include "proxy/client.h"
 #include "proxy/log.h"
+#include "proxy/plan_runner.h"
 #include "proxy/server.h"
 
 namespace bloomproxy::proxy {
@@ -256,6 +257,18 @@ void UpstreamConn::OnFrame(std::string_view frame) {
     return;
   }
   Pending* slot = inflight_.front();
+  if (slot->plan != nullptr) {
+    // A plan step: each of its replies goes to the plan, which may send its next step on this
+    // connection (so the slot leaves the FIFO first).
+    PlanRunner* runner = slot->plan;
+    const bool last = --slot->frames_left <= 0;
+    if (last) {
+      inflight_.pop_front();
+      delete slot;
+    }
+    runner->OnFrame(frame, last);
+    return;
+  }
   if (slot->client == nullptr) {
     // Internal request, or a client that left: the reply is read here and dropped.
     const bool is_error = !frame.empty() && frame[0] == '-';
@@ -285,7 +298,10 @@ void UpstreamConn::OnFrame(std::string_view frame) {
       if (protocol::StringToInt64(frame.substr(1, frame.size() - 3), &id)) redis_client_id_ = id;
     }
     if (slot->frames_left < 0) slot->frames_left = 1;
-    if (--slot->frames_left <= 0 || is_error) {
+    // Only a subscribe-family reply may end early with an error; the replies of internal
+    // requests are counted exactly.
+    const bool early = is_error && slot->hook == Hook::kSubscribe;
+    if (--slot->frames_left <= 0 || early) {
       inflight_.pop_front();
       delete slot;
     }
@@ -300,6 +316,12 @@ void UpstreamConn::FailAll(const std::string& reply) {
   std::deque<Pending*> slots;
   slots.swap(inflight_);
   for (Pending* slot : slots) {
+    if (slot->plan != nullptr) {
+      PlanRunner* runner = slot->plan;
+      delete slot;
+      runner->OnFail(reply);
+      continue;
+    }
     if (slot->client == nullptr) {
       delete slot;
       continue;

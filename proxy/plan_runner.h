@@ -1,0 +1,46 @@
+// Runs a plan (filters/bf_plan.h) for one client command: sends each step's requests on the
+// client's upstream connection, decodes the replies, and gives the plan's final reply to the
+// client's slot. The runner owns itself: it is deleted when the plan is over, also when the
+// client left meanwhile (the plan still finishes, so a filter is never left half-written).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/bf_plan.h"
+
+namespace bloomproxy::proxy {
+
+class Client;
+class Server;
+class UpstreamConn;
+struct Pending;
+
+class PlanRunner {
+ public:
+  // Starts `plan` for `slot` (a slot of `client`, marked in flight until the plan is done).
+  static void Run(Server* server, Client* client, Pending* slot, UpstreamConn* conn,
+                  std::unique_ptr<filters::Plan> plan);
+
+  // One reply frame of the current step (called by the upstream connection). `last` is true
+  // for the step's last frame; the slot carrying the step is already off the connection.
+  void OnFrame(std::string_view frame, bool last);
+  // The connection failed: the plan ends with `error_reply`.
+  void OnFail(const std::string& error_reply);
+
+ private:
+  PlanRunner(Server* server, Client* client, Pending* slot, UpstreamConn* conn,
+             std::unique_ptr<filters::Plan> plan);
+  void Send(filters::PlanStep& step);
+  void Finish(std::string reply);
+
+  Server* server_;
+  Pending* slot_;
+  UpstreamConn* conn_;
+  std::unique_ptr<filters::Plan> plan_;
+  std::vector<protocol::ReplyPtr> replies_;
+};
+
+}  // namespace bloomproxy::proxy
