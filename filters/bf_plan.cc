@@ -26,6 +26,9 @@ constexpr std::string_view kItemExists = "-ERR item exists\r\n";
 constexpr std::string_view kBadData = "-ERR received bad data\r\n";
 constexpr std::string_view kNoLink = "-ERR invalid offset - no link found\r\n";
 constexpr std::string_view kFullError = "-ERR non scaling filter is full\r\n";
+constexpr std::string_view kTooBig = "-ERR invalid chunk - Too big for current filter\r\n";
+constexpr std::string_view kOldDump =
+    "-ERR bloomproxy cannot load dumps of filters with 32-bit hashes (RedisBloom 1.x)\r\n";
 // HMGET of this many link fields covers any chain a key-level plan meets: with expansion >= 2
 // a chain of 64 links would hold more than 2^64 items.
 constexpr size_t kMaxLinkFields = 64;
@@ -306,8 +309,13 @@ enum class KeyState {
 
 class BfPlan : public Plan {
  public:
-  BfPlan(const BfRequest& request, FilterCache* cache, const BfConfig* config)
-      : req_(request), name_(request.key), cache_(cache), config_(config) {
+  BfPlan(const BfRequest& request, FilterCache* cache, const BfConfig* config,
+         std::string deferred_error)
+      : req_(request),
+        name_(request.key),
+        deferred_error_(std::move(deferred_error)),
+        cache_(cache),
+        config_(config) {
     // The request's views point into the client's input buffer, which changes while the plan
     // runs: keep copies.
     items_.reserve(request.items.size());
@@ -319,10 +327,15 @@ class BfPlan : public Plan {
   }
 
   void Start(PlanStep* step) override {
-    if (req_.command == BfCommand::kLoadChunk && req_.iterator == 1 &&
-        !DecodeDumpHeader(data_, &header_)) {
-      return Finish(step, std::string(kBadData));
+    if (req_.command == BfCommand::kLoadChunk && req_.iterator == 1) {
+      if (!DecodeDumpHeader(data_, &header_)) return Finish(step, std::string(kBadData));
+      // Dumps of very old RedisBloom filters (32-bit hash, power-of-two modulus) would need
+      // other bit maths.
+      bool old_format = (header_.options & kOptHash64) == 0;
+      for (const DumpLink& l : header_.links) old_format = old_format || l.params.n2 != 0;
+      if (old_format) return Finish(step, std::string(kOldDump));
     }
+    if (!deferred_error_.empty()) return Fetch(step);
     meta_ = cache_->Find(name_);
     const bool creating = req_.command == BfCommand::kReserve ||
                           (req_.command == BfCommand::kLoadChunk && req_.iterator == 1);
@@ -458,6 +471,7 @@ class BfPlan : public Plan {
     }
     meta_ = meta;
     cache_->Put(name_, meta_);
+    if (!deferred_error_.empty()) return Finish(step, deferred_error_);
     if (NeedsCounts()) return FetchCounts(step);
     Main(step);
   }
@@ -493,6 +507,13 @@ class BfPlan : public Plan {
     req->Add({"TYPE", name_});
     req->Add({"HMGET", name_, kMarkerField, "id", "l" + std::to_string(meta_->links.size())});
   }
+  // Add rounds also read the newest link's count, so that a link filled through other
+  // proxies is seen full within a round.
+  void AddAddValidation(Requests* req) {
+    AddValidation(req);
+    req->Add({"GET", meta_->CountKey(meta_->links.size() - 1)});
+  }
+  static constexpr size_t kAddValidationReplies = 3;
   KeyState Validate(const redisReply* type, const redisReply* hmget) {
     std::string_view t = Str(type);
     if (IsError(type) || t == "none") return KeyState::kMissing;
@@ -818,7 +839,7 @@ class BfPlan : public Plan {
   void CheckLinks(PlanStep* step, size_t links) {
     add_stage_ = AddStage::kCheck;
     Requests& req = BeginStep(step);
-    AddValidation(&req);
+    AddAddValidation(&req);
     check_ops_.assign(links, {});
     check_first_.assign(links, 0);
     for (size_t l = 0; l < links; ++l) {
@@ -836,7 +857,7 @@ class BfPlan : public Plan {
       if (!found_[j]) set_items_.push_back(window_[j]);
     }
     Requests& req = BeginStep(step);
-    AddValidation(&req);
+    AddAddValidation(&req);
     AddBitfield(&req, meta_->links.size() - 1, set_items_, true, &set_ops_);
     round_wrote_ = true;
     EndStep(step);
@@ -844,6 +865,10 @@ class BfPlan : public Plan {
 
   void OnAddRound(std::vector<ReplyPtr>& r, PlanStep* step) {
     std::string error;
+    const size_t last = meta_->links.size() - 1;
+    // The count before this round's writes, as the upstream has it (other proxies included).
+    const int64_t upstream_count = r.size() > 2 ? Int(r[2].get(), -1) : -1;
+    if (upstream_count > meta_->counts[last]) meta_->counts[last] = upstream_count;
     if (add_stage_ == AddStage::kCheck) {
       for (size_t l = 0; l < check_ops_.size(); ++l) {
         if (FirstError(r, check_first_[l], check_ops_[l].shards.size(), &error)) {
@@ -877,7 +902,8 @@ class BfPlan : public Plan {
       return SetBits(step);
     }
     // The SET round.
-    if (FirstError(r, 2, set_ops_.shards.size(), &error)) return Finish(step, error);
+    const size_t first = kAddValidationReplies;
+    if (FirstError(r, first, set_ops_.shards.size(), &error)) return Finish(step, error);
     int64_t added = 0;
     size_t s = 0;
     for (size_t j = 0; j < window_.size(); ++j) {
@@ -885,12 +911,11 @@ class BfPlan : public Plan {
         results_.push_back(Integer(0));
         continue;
       }
-      const bool existed = AllOnes(set_ops_, s++, r, 2);
+      const bool existed = AllOnes(set_ops_, s++, r, first);
       results_.push_back(Integer(existed ? 0 : 1));
       added += existed ? 0 : 1;
     }
     next_ = window_.back() + 1;
-    const size_t last = meta_->links.size() - 1;
     if (added > 0) {
       meta_->counts[last] += added;
       trailing_.Add({"INCRBY", meta_->CountKey(last), std::to_string(added)});
@@ -1060,12 +1085,21 @@ class BfPlan : public Plan {
 
   // LOADCHUNK of data: SETRANGE into the shards the chunk spans.
   void LoadRound(PlanStep* step) {
-    std::vector<uint64_t> sizes;
-    for (const LinkParams& l : meta_->links) sizes.push_back(l.bytes);
+    // RedisBloom's SBChain_LoadEncodedChunk: the chunk starts at iterator - length - 1.
+    const int64_t len = static_cast<int64_t>(data_.size());
+    if (req_.iterator <= 0 || req_.iterator < len) return Finish(step, std::string(kBadData));
+    uint64_t pos = static_cast<uint64_t>(req_.iterator - len - 1);
     size_t link = 0;
-    uint64_t offset = 0;
-    if (data_.empty() || !LocateLoadChunk(sizes, req_.iterator, data_.size(), &link, &offset)) {
+    while (link < meta_->links.size() && pos >= meta_->links[link].bytes) {
+      pos -= meta_->links[link].bytes;
+      ++link;
+    }
+    if (req_.iterator - len - 1 < 0 || link == meta_->links.size()) {
       return Finish(step, std::string(kNoLink));
+    }
+    const uint64_t offset = pos;
+    if (data_.size() > meta_->links[link].bytes - offset) {
+      return Finish(step, std::string(kTooBig));
     }
     Requests& req = BeginStep(step);
     AddValidation(&req);
@@ -1085,6 +1119,7 @@ class BfPlan : public Plan {
 
   BfRequest req_;
   std::string name_;
+  std::string deferred_error_;
   std::vector<std::string> items_;
   std::string data_;
   FilterCache* cache_;
@@ -1258,8 +1293,8 @@ class KeyPlan : public Plan {
 }  // namespace
 
 std::unique_ptr<Plan> MakeBfPlan(const BfRequest& request, FilterCache* cache,
-                                 const BfConfig* config) {
-  return std::make_unique<BfPlan>(request, cache, config);
+                                 const BfConfig* config, std::string deferred_error) {
+  return std::make_unique<BfPlan>(request, cache, config, std::move(deferred_error));
 }
 
 std::unique_ptr<Plan> MakeKeyPlan(const std::vector<std::string_view>& args, FilterCache* cache) {

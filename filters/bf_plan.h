@@ -89,9 +89,11 @@ class Plan {
   virtual void OnReplies(std::vector<protocol::ReplyPtr>& replies, PlanStep* step) = 0;
 };
 
-// A plan for a parsed BF command. `cache` and `config` outlive the plan.
+// A plan for a parsed BF command. `cache` and `config` outlive the plan. `deferred_error`,
+// when not empty, is an argument error RedisBloom reports only once the key is known to be a
+// filter (BF.INFO's field, BF.SCANDUMP's iterator): "not found" and WRONGTYPE come first.
 std::unique_ptr<Plan> MakeBfPlan(const BfRequest& request, FilterCache* cache,
-                                 const BfConfig* config);
+                                 const BfConfig* config, std::string deferred_error = {});
 
 // Key-level commands that must act on a whole filter when a key is one: DEL, UNLINK, TYPE,
 // EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, RENAME, RENAMENX. Returns null for any

@@ -667,11 +667,16 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd, std::string_v
   if (filters::LookupBfCommand(cmd.args[0], &bf)) {
     filters::BfRequest request;
     std::string error = filters::ParseBfRequest(cmd.args, server_->bf_config().defaults, &request);
-    if (!error.empty()) {
+    // BF.INFO's field and BF.SCANDUMP's iterator are checked after the key, as RedisBloom does.
+    const bool deferred = !error.empty() && !request.key.empty() &&
+                          (request.command == filters::BfCommand::kInfo ||
+                           request.command == filters::BfCommand::kScanDump);
+    if (!error.empty() && !deferred) {
       ReplyLocal(error);
       return Dispatched::kDone;
     }
-    return StartPlan(filters::MakeBfPlan(request, &server_->filter_cache(), &server_->bf_config()));
+    return StartPlan(filters::MakeBfPlan(request, &server_->filter_cache(), &server_->bf_config(),
+                                         deferred ? std::move(error) : std::string()));
   }
   if (name == "type" || name == "del" || name == "unlink" || name == "expire" ||
       name == "pexpire" || name == "expireat" || name == "pexpireat" || name == "persist" ||

@@ -1,0 +1,62 @@
+// Argument parsing of the BF.* commands: RedisBloom's grammar and its error replies verbatim
+// (see docs in the spec: some errors have no "ERR" prefix). Pure; no sockets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bloomproxy::filters {
+
+enum class BfCommand {
+  kReserve,
+  kAdd,
+  kMAdd,
+  kInsert,
+  kExists,
+  kMExists,
+  kInfo,
+  kCard,
+  kScanDump,
+  kLoadChunk,
+};
+
+// BF.INFO's optional single field.
+enum class InfoField { kAll, kCapacity, kSize, kFilters, kItems, kExpansion };
+
+// Creation defaults (config directives bf-error-rate, bf-initial-capacity, bf-expansion).
+struct BfDefaults {
+  double error_rate = 0.01;
+  uint64_t capacity = 100;
+  uint32_t expansion = 2;
+};
+
+struct BfRequest {
+  BfCommand command = BfCommand::kAdd;
+  std::string_view key;
+  // Creation parameters: RESERVE's, INSERT's options, or the defaults (ADD/MADD on a new key).
+  double error_rate = 0.01;
+  uint64_t capacity = 100;
+  uint32_t expansion = 2;
+  bool nonscaling = false;
+  bool nocreate = false;  // INSERT NOCREATE
+  // ADD/MADD/INSERT/EXISTS/MEXISTS items, in order (views into the caller's arguments).
+  std::vector<std::string_view> items;
+  InfoField info_field = InfoField::kAll;
+  int64_t iterator = 0;   // SCANDUMP / LOADCHUNK
+  std::string_view data;  // LOADCHUNK
+};
+
+// Recognises a BF command name (any case); false for anything else.
+bool LookupBfCommand(std::string_view name, BfCommand* out);
+
+// Parses args (args[0] is the command name, any case) into *out. Returns an empty string on
+// success, otherwise the complete RESP error reply RedisBloom gives, e.g.
+// "-ERR wrong number of arguments for 'bf.add' command\r\n" or "-Bad capacity\r\n".
+// Errors that depend on the key's state (not found, item exists, WRONGTYPE) are not decided
+// here.
+std::string ParseBfRequest(const std::vector<std::string_view>& args, const BfDefaults& defaults,
+                           BfRequest* out);
+
+}  // namespace bloomproxy::filters

@@ -1,0 +1,37 @@
+// Where a filter lives in Redis: its name holds the metadata, the bits live in data keys that
+// hash to the same Redis Cluster slot as the name. Pure; no sockets.
+//
+//   filter "users"          (no hash tag: the name itself becomes the tag)
+//     users                          hash   metadata (parameters, links)
+//     {users}:bf:<id>:<link>.<shard> string bits of one shard of one link
+//     {users}:bf:<id>:<link>:n       string items counted in that link
+//
+//   filter "app{users}x"    (has a hash tag: kept as it is)
+//     app{users}x:bf:<id>:0.0 ...
+//
+//   filter "a}b" or ""      (braces but no valid tag, or empty: a 4-character tag T with
+//     {T}a}b:bf:<id>:0.0       slot(T) == slot(name) is put in front)
+//
+// <id> is a random identifier chosen when the filter is created, so keys of a deleted and
+// recreated filter never mix with the new one's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bloomproxy::filters {
+
+// Redis Cluster's CRC16 (XMODEM) and key slot, hash tags included (cluster.c keyHashSlot).
+uint16_t Crc16(std::string_view data);
+uint16_t KeySlot(std::string_view key);
+
+// The prefix of every data key of filter `name` (see the diagram); KeySlot(prefix + anything)
+// == KeySlot(name) for any suffix without braces.
+std::string DataKeyPrefix(std::string_view name);
+
+// Data key names.
+std::string BitsKey(std::string_view prefix, std::string_view id, size_t link, size_t shard);
+std::string CountKey(std::string_view prefix, std::string_view id, size_t link);
+
+}  // namespace bloomproxy::filters

@@ -1,0 +1,181 @@
+// Redis Cluster slots and the data-key layout: every data key of a filter must hash to the
+// filter name's slot, whatever the name.
+#include "filters/key_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace bloomproxy::filters {
+namespace {
+
+TEST(Crc16Test, KnownValues) {
+  // The check value of CRC-16/XMODEM, quoted in Redis's crc16.c.
+  EXPECT_EQ(Crc16("123456789"), 0x31C3);
+  EXPECT_EQ(Crc16(""), 0);
+  EXPECT_EQ(Crc16("A"), 0x58e5);
+  EXPECT_EQ(Crc16(std::string_view("\0", 1)), 0);
+  EXPECT_EQ(Crc16(std::string_view("\xff", 1)), 0x1ef0);
+}
+
+TEST(KeySlotTest, KnownSlots) {
+  // Values from CLUSTER KEYSLOT.
+  EXPECT_EQ(KeySlot("foo"), 12182);
+  EXPECT_EQ(KeySlot("bar"), 5061);
+  EXPECT_EQ(KeySlot("123456789"), 0x31C3 & 0x3FFF);
+  EXPECT_EQ(KeySlot(""), 0);
+}
+
+TEST(KeySlotTest, HashTags) {
+  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("{user1000}.followers"));
+  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("user1000"));
+  // An empty first tag: the whole key is hashed.
+  EXPECT_EQ(KeySlot("foo{}{bar}"), Crc16("foo{}{bar}") & 0x3FFF);
+  EXPECT_NE(KeySlot("foo{}{bar}"), KeySlot("bar"));
+  // The tag runs from the first '{' to the first '}' after it.
+  EXPECT_EQ(KeySlot("foo{{bar}}zap"), KeySlot("{bar"));
+  EXPECT_EQ(KeySlot("foo{{bar}}zap"), Crc16("{bar") & 0x3FFF);
+  EXPECT_EQ(KeySlot("foo{bar}{zap}"), KeySlot("bar"));
+  // No closing brace after the first '{': the whole key.
+  EXPECT_EQ(KeySlot("}foo{bar"), Crc16("}foo{bar") & 0x3FFF);
+  EXPECT_EQ(KeySlot("a{b"), Crc16("a{b") & 0x3FFF);
+  // A '}' before the '{' does not count.
+  EXPECT_EQ(KeySlot("}{x}"), KeySlot("x"));
+}
+
+TEST(DataKeyPrefixTest, TheThreeRules) {
+  // 1. A name with a tag is its own prefix.
+  EXPECT_EQ(DataKeyPrefix("app{users}x"), "app{users}x");
+  EXPECT_EQ(DataKeyPrefix("{u}"), "{u}");
+  // 2. A plain name becomes the tag.
+  EXPECT_EQ(DataKeyPrefix("users"), "{users}");
+  EXPECT_EQ(DataKeyPrefix("c1:a1"), "{c1:a1}");
+  // 3. Anything else gets a 4-character [0-9a-z] tag of the same slot in front.
+  for (std::string_view name : {"", "a}b", "a{b", "{}", "foo{}{bar}", "}{", "{", "}"}) {
+    const std::string prefix = DataKeyPrefix(name);
+    ASSERT_EQ(prefix.size(), name.size() + 6) << name;
+    EXPECT_EQ(prefix[0], '{');
+    EXPECT_EQ(prefix[5], '}');
+    for (size_t i = 1; i < 5; ++i) {
+      EXPECT_TRUE((prefix[i] >= '0' && prefix[i] <= '9') || (prefix[i] >= 'a' && prefix[i] <= 'z'))
+          << prefix;
+    }
+    EXPECT_EQ(prefix.substr(6), name);
+    EXPECT_EQ(KeySlot(prefix.substr(1, 4)), KeySlot(name));
+    // Deterministic.
+    EXPECT_EQ(DataKeyPrefix(name), prefix);
+  }
+}
+
+TEST(DataKeyPrefixTest, TagsComeFromAFixedEnumeration) {
+  // Tags are tried in base-36 order from "0000", so the slot of "0000" gets "0000".
+  const uint16_t slot = KeySlot("0000");
+  for (uint32_t n = 0; n < 2000000; ++n) {
+    const std::string name = "}" + std::to_string(n);
+    if (KeySlot(name) == slot) {
+      EXPECT_EQ(DataKeyPrefix(name), "{0000}" + name);
+      return;
+    }
+  }
+  ADD_FAILURE() << "no name found in slot " << slot;
+}
+
+TEST(DataKeyPrefixTest, EverySlotHasATag) {
+  // For each slot, find a brace-carrying name in that slot and check the prefix works; names
+  // "}<n>" walk through all 16384 slots quickly.
+  std::set<uint16_t> seen;
+  for (uint32_t n = 0; seen.size() < 16384 && n < 2000000; ++n) {
+    const std::string name = "}" + std::to_string(n);
+    const uint16_t slot = KeySlot(name);
+    if (!seen.insert(slot).second) continue;
+    const std::string prefix = DataKeyPrefix(name);
+    ASSERT_EQ(KeySlot(prefix), slot) << name;
+    ASSERT_EQ(KeySlot(prefix.substr(1, 4)), slot) << name;
+  }
+  EXPECT_EQ(seen.size(), 16384u);
+}
+
+std::vector<std::string> SampleNames() {
+  std::vector<std::string> names = {
+      "",
+      "users",
+      "c1:a1",
+      "app{users}x",
+      "{users}:extra",
+      "a}b",
+      "a{b",
+      "{}",
+      "{}x",
+      "foo{}{bar}",
+      "foo{{bar}}zap",
+      "}{",
+      "{",
+      "}",
+      "{{}}",
+      "x{y}z{w}",
+      "with space",
+      "ünïcødé",
+      std::string("bin\0ary", 7),
+      std::string("\0", 1),
+      std::string("\r\n{\xff}", 5),
+      std::string(300, 'k'),
+      std::string(300, '{'),
+  };
+  for (int i = 0; i < 300; ++i) {
+    names.push_back("plain:" + std::to_string(i));
+    names.push_back("brace}" + std::to_string(i));
+    names.push_back("open{" + std::to_string(i));
+    names.push_back("t{" + std::to_string(i % 17) + "}:" + std::to_string(i));
+    names.push_back(std::string(1, static_cast<char>(i & 0xff)) + std::to_string(i));
+  }
+  return names;
+}
+
+TEST(DataKeyTest, EveryDataKeyIsInTheNamesSlot) {
+  for (const std::string& name : SampleNames()) {
+    const std::string prefix = DataKeyPrefix(name);
+    const uint16_t slot = KeySlot(name);
+    EXPECT_EQ(KeySlot(prefix), slot) << name;
+    for (std::string_view id : {"0", "5f3a9c21", "deadbeefcafebabe"}) {
+      for (size_t link = 0; link < 12; link += 5) {
+        EXPECT_EQ(KeySlot(CountKey(prefix, id, link)), slot) << name;
+        for (size_t shard = 0; shard < 70; shard += 23) {
+          EXPECT_EQ(KeySlot(BitsKey(prefix, id, link, shard)), slot) << name;
+        }
+      }
+    }
+  }
+}
+
+TEST(DataKeyTest, DifferentNamesGiveDifferentPrefixes) {
+  std::set<std::string> prefixes;
+  const std::vector<std::string> names = SampleNames();
+  for (const std::string& name : names) prefixes.insert(DataKeyPrefix(name));
+  EXPECT_EQ(prefixes.size(), names.size());
+}
+
+TEST(DataKeyTest, PrefixIsNotInjectiveAcrossRules) {
+  // Documented: "users" (rule 2) and "{users}" (rule 1) share a prefix; the random filter id in
+  // every data key is what keeps two such filters' keys apart.
+  EXPECT_EQ(DataKeyPrefix("users"), DataKeyPrefix("{users}"));
+}
+
+TEST(DataKeyTest, KeyNames) {
+  EXPECT_EQ(BitsKey("{users}", "ab12", 0, 0), "{users}:bf:ab12:0.0");
+  EXPECT_EQ(BitsKey("app{users}x", "ab12", 3, 17), "app{users}x:bf:ab12:3.17");
+  EXPECT_EQ(CountKey("{users}", "ab12", 0), "{users}:bf:ab12:0:n");
+  EXPECT_EQ(CountKey("{users}", "ab12", 12), "{users}:bf:ab12:12:n");
+  // Bits and count keys never collide.
+  std::set<std::string> keys;
+  for (size_t link = 0; link < 20; ++link) {
+    EXPECT_TRUE(keys.insert(CountKey("{u}", "id", link)).second);
+    for (size_t shard = 0; shard < 20; ++shard) {
+      EXPECT_TRUE(keys.insert(BitsKey("{u}", "id", link, shard)).second);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bloomproxy::filters
