@@ -57,23 +57,42 @@ def test_replies_of_many_types_are_byte_exact(bp, redis_instance):
         cmd("OBJECT", "ENCODING", "l"),
         cmd("GETRANGE", "h2", "0", "-1"),
         cmd("DBSIZE"),
-        cmd("COMMAND", "COUNT"),
         cmd("COMMAND", "INFO", "get", "set", "blpop", "nosuchcommand"),
         cmd("CONFIG", "GET", "maxmemory-policy"),
         cmd("DEL", "a", "b", "c", "h", "z", "l", "set", "st"),
     ])
-    replies = compare_with_redis(bp.port, redis_instance, payload, 26)
+    replies = compare_with_redis(bp.port, redis_instance, payload, 25)
     assert replies[1] == b"*4\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n$0\r\n\r\n"
     assert replies[12] == b"$-1\r\n"
 
 
-def test_command_table_is_upstreams(bp, redis_instance):
-    payload = cmd("COMMAND")
-    (via_proxy,) = replies_of(bp.port, payload, 1)
-    (direct,) = replies_of(redis_instance.port, payload, 1)
-    assert via_proxy == direct
+BF_COMMANDS = 10  # BF.RESERVE ADD MADD INSERT EXISTS MEXISTS INFO CARD SCANDUMP LOADCHUNK
+
+
+def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
+    """The upstream's COMMAND table, byte for byte, followed by the BF.* entries the proxy
+    answers itself (bf-mode emulate, the default)."""
+    (direct,) = replies_of(redis_instance.port, cmd("COMMAND"), 1)
+    (via_proxy,) = replies_of(bp.port, cmd("COMMAND"), 1)
+    header_end = direct.index(b"\r\n") + 2
+    upstream_count = int(direct[1:header_end - 2])
+    assert via_proxy.startswith(b"*%d\r\n" % (upstream_count + BF_COMMANDS))
+    assert via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)):].startswith(
+        direct[header_end:])
+    extra = via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)) + len(direct) - header_end:]
+    for name in (b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists",
+                 b"bf.mexists", b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk"):
+        assert b"$%d\r\n%s\r\n" % (len(name), name) in extra
+    (count,) = replies_of(bp.port, cmd("COMMAND", "COUNT"), 1)
+    assert count == b":%d\r\n" % (upstream_count + BF_COMMANDS)
     payload = cmd("COMMAND", "DOCS", "get")
     assert replies_of(bp.port, payload, 1) == replies_of(redis_instance.port, payload, 1)
+
+
+def test_command_table_is_upstreams_in_forward_mode(proxy, redis_instance):
+    p = proxy("--bf-mode", "forward")
+    for payload in (cmd("COMMAND"), cmd("COMMAND", "COUNT"), cmd("COMMAND", "DOCS", "get")):
+        assert replies_of(p.port, payload, 1) == replies_of(redis_instance.port, payload, 1)
 
 
 def test_inline_commands_byte_exact(bp, redis_instance):
