@@ -327,14 +327,6 @@ class BfPlan : public Plan {
   }
 
   void Start(PlanStep* step) override {
-    if (req_.command == BfCommand::kLoadChunk && req_.iterator == 1) {
-      if (!DecodeDumpHeader(data_, &header_)) return Finish(step, std::string(kBadData));
-      // Dumps of very old RedisBloom filters (32-bit hash, power-of-two modulus) would need
-      // other bit maths.
-      bool old_format = (header_.options & kOptHash64) == 0;
-      for (const DumpLink& l : header_.links) old_format = old_format || l.params.n2 != 0;
-      if (old_format) return Finish(step, std::string(kOldDump));
-    }
     if (!deferred_error_.empty()) return Fetch(step);
     meta_ = cache_->Find(name_);
     const bool creating = req_.command == BfCommand::kReserve ||
@@ -463,6 +455,15 @@ class BfPlan : public Plan {
       cache_->Erase(name_);
       meta_ = nullptr;
       if (ReplyForAbsent(state, step)) return;
+      if (req_.command == BfCommand::kLoadChunk) {
+        // The header is looked at once the key is known to be free, as RedisBloom does.
+        if (!DecodeDumpHeader(data_, &header_)) return Finish(step, std::string(kBadData));
+        // Dumps of very old RedisBloom filters (32-bit hash, power-of-two modulus) would need
+        // other bit maths.
+        bool old_format = (header_.options & kOptHash64) == 0;
+        for (const DumpLink& l : header_.links) old_format = old_format || l.params.n2 != 0;
+        if (old_format) return Finish(step, std::string(kOldDump));
+      }
       return Create(step);
     }
     if (req_.command == BfCommand::kReserve) return Finish(step, std::string(kItemExists));
@@ -494,6 +495,8 @@ class BfPlan : public Plan {
     for (size_t l = 0; l < meta_->links.size() && l < r->elements; ++l) {
       meta_->counts[l] = Int(r->element[l], 0);
     }
+    const size_t last = meta_->links.size() - 1;
+    link_full_ = meta_->counts[last] >= static_cast<int64_t>(meta_->links[last].capacity);
   }
 
   void OnCounts(std::vector<ReplyPtr>& r, PlanStep* step) {
@@ -507,13 +510,6 @@ class BfPlan : public Plan {
     req->Add({"TYPE", name_});
     req->Add({"HMGET", name_, kMarkerField, "id", "l" + std::to_string(meta_->links.size())});
   }
-  // Add rounds also read the newest link's count, so that a link filled through other
-  // proxies is seen full within a round.
-  void AddAddValidation(Requests* req) {
-    AddValidation(req);
-    req->Add({"GET", meta_->CountKey(meta_->links.size() - 1)});
-  }
-  static constexpr size_t kAddValidationReplies = 3;
   KeyState Validate(const redisReply* type, const redisReply* hmget) {
     std::string_view t = Str(type);
     if (IsError(type) || t == "none") return KeyState::kMissing;
@@ -648,6 +644,7 @@ class BfPlan : public Plan {
         trailing_.Add({"PEXPIREAT", meta_->CountKey(l), std::to_string(expire_at)});
       }
     }
+    link_full_ = meta_->counts[l] >= static_cast<int64_t>(meta_->links[l].capacity);
     cache_->Put(name_, meta_);
     Main(step);
   }
@@ -686,6 +683,9 @@ class BfPlan : public Plan {
       // which keeps the items findable. Count them there and reload before the next round.
       reload_ = true;
     } else if (state != KeyState::kFilter) {
+      if (adding && add_stage_ == AddStage::kCheck && state == KeyState::kNewLink) {
+        Release(reserve_);  // the same filter: its count must not keep this round's places
+      }
       if (round_wrote_ && state != KeyState::kNewLink) {
         // The name was deleted or recreated: the bits this round set belong to no filter.
         std::vector<std::string> args = {"UNLINK"};
@@ -804,11 +804,17 @@ class BfPlan : public Plan {
     return false;
   }
 
-  // ADD / MADD / INSERT, in rounds. A round takes the next items that fit in the newest link
-  // (its capacity less its count). When older links exist it first reads the items' bits there
-  // (RedisBloom adds nothing for an item an older link has). Then one BITFIELD per shard of
-  // the newest link sets the bits of the other items: the old values it returns say, item by
-  // item and in order, whether each is new, atomically. One INCRBY counts the new ones.
+  // ADD / MADD / INSERT, in rounds of two steps.
+  //
+  // The check step reserves room in the newest link: INCRBY of its count by the number of
+  // items the proxy expects to fit. The new count says how many of them really fit, whatever
+  // other proxies are adding at the same time, so a link never takes more than its capacity
+  // (which keeps the chain's error bound). When older links exist, the step also reads the
+  // items' bits there: RedisBloom adds nothing for an item an older link has.
+  // The set step sets the bits of the items that fit, one BITFIELD per shard of the newest
+  // link: the old values it returns say, item by item and in order, whether each is new,
+  // atomically. The reservation left unused (items that were not new) is given back with
+  // DECRBY. A full link gets a successor before the next round.
   void AddRound(PlanStep* step) {
     round_wrote_ = false;
     if (reload_) {
@@ -820,26 +826,22 @@ class BfPlan : public Plan {
     if (next_ >= items_.size() || full_) return FinishAdd(step);
     const size_t last = meta_->links.size() - 1;
     const int64_t room = static_cast<int64_t>(meta_->links[last].capacity) - meta_->counts[last];
+    if (room <= 0 && link_full_ && !meta_->nonscaling()) return CreateLink(step);
+    const size_t remaining = items_.size() - next_;
+    reserve_ = room > 0 ? std::min<int64_t>(room, static_cast<int64_t>(remaining)) : 0;
     window_.clear();
-    if (room <= 0) {
-      if (!meta_->nonscaling()) return CreateLink(step);
-      // Full and not scaling: an item the filter has still answers 0; any other ends it.
-      window_.push_back(next_);
-      return CheckLinks(step, meta_->links.size());
-    }
-    for (size_t i = next_; i < items_.size() && window_.size() < static_cast<size_t>(room); ++i) {
-      window_.push_back(i);
-    }
+    const size_t want = reserve_ > 0 ? static_cast<size_t>(reserve_) : 1;
+    for (size_t i = next_; i < items_.size() && window_.size() < want; ++i) window_.push_back(i);
     found_.assign(window_.size(), false);
-    if (last > 0) return CheckLinks(step, last);
-    SetBits(step);
+    // A full non-scaling filter still answers 0 for an item it has: then every link is read.
+    CheckLinks(step, room <= 0 && meta_->nonscaling() ? last + 1 : last);
   }
 
-  // BITFIELD_RO of the window's items on links [0, links).
   void CheckLinks(PlanStep* step, size_t links) {
     add_stage_ = AddStage::kCheck;
     Requests& req = BeginStep(step);
-    AddAddValidation(&req);
+    AddValidation(&req);
+    req.Add({"INCRBY", meta_->CountKey(meta_->links.size() - 1), std::to_string(reserve_)});
     check_ops_.assign(links, {});
     check_first_.assign(links, 0);
     for (size_t l = 0; l < links; ++l) {
@@ -849,7 +851,7 @@ class BfPlan : public Plan {
     EndStep(step);
   }
 
-  // Sets the bits of the window's items not found in older links.
+  // The set step, for the window's items not found in older links.
   void SetBits(PlanStep* step) {
     add_stage_ = AddStage::kSet;
     set_items_.clear();
@@ -857,53 +859,77 @@ class BfPlan : public Plan {
       if (!found_[j]) set_items_.push_back(window_[j]);
     }
     Requests& req = BeginStep(step);
-    AddAddValidation(&req);
+    AddValidation(&req);
     AddBitfield(&req, meta_->links.size() - 1, set_items_, true, &set_ops_);
     round_wrote_ = true;
     EndStep(step);
   }
 
+  // Gives back `n` reserved places of the newest link.
+  void Release(int64_t n) {
+    if (n <= 0) return;
+    const size_t last = meta_->links.size() - 1;
+    meta_->counts[last] -= n;
+    trailing_.Add({"DECRBY", meta_->CountKey(last), std::to_string(n)});
+  }
+
   void OnAddRound(std::vector<ReplyPtr>& r, PlanStep* step) {
     std::string error;
     const size_t last = meta_->links.size() - 1;
-    // The count before this round's writes, as the upstream has it (other proxies included).
-    const int64_t upstream_count = r.size() > 2 ? Int(r[2].get(), -1) : -1;
-    if (upstream_count > meta_->counts[last]) meta_->counts[last] = upstream_count;
+    const int64_t capacity = static_cast<int64_t>(meta_->links[last].capacity);
     if (add_stage_ == AddStage::kCheck) {
+      const int64_t after = r.size() > 2 ? Int(r[2].get(), 0) : 0;
       for (size_t l = 0; l < check_ops_.size(); ++l) {
         if (FirstError(r, check_first_[l], check_ops_[l].shards.size(), &error)) {
+          Release(reserve_);
           return Finish(step, error);
         }
       }
-      found_.assign(window_.size(), false);
-      size_t fresh = 0;
+      meta_->counts[last] = after;
+      // Of the places reserved, those below the capacity are this round's.
+      int64_t granted = std::clamp<int64_t>(capacity - (after - reserve_), 0, reserve_);
+      const int64_t unused_before = reserve_ - granted;
+      // Items in order: one found in an older link answers 0 and takes no place; the others
+      // take the granted places; the round ends at the first that has none.
+      size_t take = 0;
+      int64_t placed = 0;
       for (size_t j = 0; j < window_.size(); ++j) {
         for (size_t l = 0; l < check_ops_.size() && !found_[j]; ++l) {
           found_[j] = AllOnes(check_ops_[l], j, r, check_first_[l]);
         }
-        fresh += found_[j] ? 0 : 1;
-      }
-      if (check_ops_.size() == meta_->links.size()) {
-        // The full non-scaling case: one item.
-        if (found_[0]) {
-          results_.push_back(Integer(0));
-          ++next_;
-          return AddRound(step);
+        if (!found_[j]) {
+          if (granted == 0) break;
+          --granted;
+          ++placed;
         }
-        results_.push_back(std::string(kFullError));
-        full_ = true;
-        return FinishAdd(step);
+        take = j + 1;
       }
-      if (fresh == 0) {
-        for (size_t j = 0; j < window_.size(); ++j) results_.push_back(Integer(0));
-        next_ = window_.back() + 1;
+      window_.resize(take);
+      found_.resize(take);
+      Release(unused_before + granted);  // what neither overflowed nor was used
+      placed_ = placed;
+      link_full_ = after - reserve_ >= capacity;
+      if (placed == 0) {
+        for (size_t j = 0; j < take; ++j) results_.push_back(Integer(0));
+        next_ += take;
+        if (take == 0) {
+          link_full_ = true;
+          if (meta_->nonscaling() && check_ops_.size() == meta_->links.size()) {
+            // Full, and the next item is not there: RedisBloom stops with an error.
+            results_.push_back(std::string(kFullError));
+            full_ = true;
+            return FinishAdd(step);
+          }
+        }
         return AddRound(step);
       }
       return SetBits(step);
     }
-    // The SET round.
-    const size_t first = kAddValidationReplies;
-    if (FirstError(r, first, set_ops_.shards.size(), &error)) return Finish(step, error);
+    // The set step.
+    if (FirstError(r, 2, set_ops_.shards.size(), &error)) {
+      Release(placed_);
+      return Finish(step, error);
+    }
     int64_t added = 0;
     size_t s = 0;
     for (size_t j = 0; j < window_.size(); ++j) {
@@ -911,15 +937,12 @@ class BfPlan : public Plan {
         results_.push_back(Integer(0));
         continue;
       }
-      const bool existed = AllOnes(set_ops_, s++, r, first);
+      const bool existed = AllOnes(set_ops_, s++, r, 2);
       results_.push_back(Integer(existed ? 0 : 1));
       added += existed ? 0 : 1;
     }
     next_ = window_.back() + 1;
-    if (added > 0) {
-      meta_->counts[last] += added;
-      trailing_.Add({"INCRBY", meta_->CountKey(last), std::to_string(added)});
-    }
+    Release(placed_ - added);
     AddRound(step);
   }
 
@@ -1134,6 +1157,9 @@ class BfPlan : public Plan {
   int restarts_ = 0;
   bool round_wrote_ = false;
   bool reload_ = false;
+  bool link_full_ = false;  // the upstream showed the newest link full
+  int64_t reserve_ = 0;     // places asked for in the newest link this round
+  int64_t placed_ = 0;      // places granted and used by items to set
 
   // ADD state.
   std::vector<ItemHash> hashes_;

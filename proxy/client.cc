@@ -7,6 +7,7 @@
 #include "protocol/command_table.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
+#include "protocol/reply_framer.h"
 #include "proxy/log.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
@@ -159,6 +160,11 @@ void Client::ProcessInput() {
   processing_ = true;
   ProcessCommands();
   processing_ = false;
+  // A pause lifted while the commands ran (a plan that finished at once) leaves reading
+  // stopped: start it again.
+  if (paused_ == 0 && !closing_ && !reading_ && !input_closed_) {
+    if (uv_read_start(stream(), OnAlloc, OnRead) == 0) reading_ = true;
+  }
 }
 
 void Client::ProcessCommands() {
@@ -351,6 +357,16 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
       hook = Hook::kCommandAll;
     } else if (cmd.args.size() == 2 && IEquals(cmd.args[1], "count")) {
       hook = Hook::kCommandCount;
+    } else if (cmd.args.size() > 2 && IEquals(cmd.args[1], "info")) {
+      // The upstream answers nil for the BF.* names; their entries replace those nils.
+      for (size_t i = 2; i < cmd.args.size() && i < 64 + 2; ++i) {
+        filters::BfCommand bf;
+        if (filters::LookupBfCommand(cmd.args[i], &bf)) arg |= int64_t{1} << (i - 2);
+      }
+      if (arg != 0) {
+        hook = Hook::kCommandInfo;
+        bf_names_.assign(cmd.args.begin() + 2, cmd.args.end());
+      }
     }
   }
 
@@ -510,6 +526,8 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
     } else if ((slot->hook == Hook::kCommandAll || slot->hook == Hook::kCommandCount) &&
                !is_error) {
       slot->data.append(AddBfCommands(slot->hook, frame));
+    } else if (slot->hook == Hook::kCommandInfo && !is_error) {
+      slot->data.append(FillBfCommandInfo(slot->arg, frame));
     } else if (!replies_.empty() && replies_.front() == slot) {
       Append(frame);
     } else {
@@ -564,6 +582,30 @@ std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
     } else {
       out += entry;
     }
+  }
+  return out;
+}
+
+std::string Client::FillBfCommandInfo(int64_t positions, std::string_view frame) {
+  // Splits the array into its elements and puts a BF.* entry where a BF name was asked.
+  const size_t eol = frame.find("\r\n");
+  int64_t n = 0;
+  if (frame.empty() || frame[0] != '*' || eol == std::string_view::npos ||
+      !protocol::StringToInt64(frame.substr(1, eol - 1), &n)) {
+    return std::string(frame);
+  }
+  std::string out(frame.substr(0, eol + 2));
+  std::string_view rest = frame.substr(eol + 2);
+  protocol::ReplyFramer framer;
+  for (int64_t i = 0; i < n; ++i) {
+    size_t len = 0;
+    if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return std::string(frame);
+    std::string entry;
+    if (i < 64 && ((positions >> i) & 1) && static_cast<size_t>(i) < bf_names_.size()) {
+      entry = filters::BfCommandEntry(bf_names_[static_cast<size_t>(i)]);
+    }
+    out += entry.empty() ? std::string(rest.substr(0, len)) : entry;
+    rest.remove_prefix(len);
   }
   return out;
 }

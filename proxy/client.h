@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "filters/bf_plan.h"
 #include "protocol/request_parser.h"
@@ -43,6 +44,7 @@ enum class Hook : uint8_t {
   kUpstreamId,    // internal: CLIENT ID of a pinned connection
   kCommandAll,    // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
   kCommandCount,  // COMMAND COUNT: plus the BF.* commands
+  kCommandInfo,   // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -135,6 +137,7 @@ class Client {
   void ProcessInput();
   void ProcessCommands();
   std::string AddBfCommands(Hook hook, std::string_view frame);
+  std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
   Dispatched Dispatch(const protocol::Command& cmd);
   Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
   Dispatched HandleClient(const protocol::Command& cmd);
@@ -229,7 +232,9 @@ class Client {
   bool close_when_drained_ = false;
   bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
   bool flush_queued_ = false;
-  bool processing_ = false;  // inside ProcessInput: Resume only clears pause bits
+  bool processing_ = false;
+  std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight  // inside
+                                       // ProcessInput: Resume only clears pause bits
 
   friend class Server;
 };
