@@ -317,3 +317,33 @@ other_load() {
   awk -v dt=$((t1 - t0)) -v other=$(((b1 - b0) - (o1 - o0))) -v st=$((s1 - s0)) \
     'BEGIN { if (dt <= 0) dt = 1; if (other < 0) other = 0; printf "%.0f %.0f\n", 100 * other / dt, 100 * st / dt }'
 }
+
+# ---------------------------------------------------------------------------------------------
+# BF.* benchmarks (bf_compare.sh, bf_memory.sh)
+
+# build_bf_client: compile bench/bf_client.c into the temp dir -> BF_CLIENT (path). Needs cc and
+# libhiredis-dev.
+build_bf_client() {
+  command -v "${CC:-cc}" >/dev/null || die "no C compiler (${CC:-cc}); install gcc"
+  [[ -f /usr/include/hiredis/hiredis.h ]] || die "hiredis headers missing; install libhiredis-dev"
+  BF_CLIENT="$BENCH_TMP/bf_client"
+  "${CC:-cc}" -O2 "$BENCH_DIR/bf_client.c" -o "$BF_CLIENT" -lhiredis -lpthread -lm \
+    2>"$BENCH_TMP/bf_client.build.log" \
+    || { _show_log "$BENCH_TMP/bf_client.build.log"; die "cannot build bench/bf_client.c"; }
+}
+
+# bf_supported PORT: does the server on 127.0.0.1:PORT answer BF.* (BF.EXISTS on a missing key
+# must reply 0)? Prints the reply when not.
+bf_supported() {
+  local got
+  got="$(redis-cli -h 127.0.0.1 -p "$1" BF.EXISTS "bloombench:probe:$RANDOM$RANDOM" x 2>&1)" || true
+  [[ "$got" == 0 ]] && return 0
+  printf '%s\n' "$got"
+  return 1
+}
+
+# info_field PORT FIELD [SECTION]: one field of INFO (e.g. used_memory) of 127.0.0.1:PORT.
+info_field() {
+  redis-cli -h 127.0.0.1 -p "$1" INFO "${3:-everything}" | tr -d '\r' \
+    | awk -F: -v f="$2" '$1 == f {print $2; found = 1} END {exit !found}'
+}

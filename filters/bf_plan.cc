@@ -247,8 +247,7 @@ std::shared_ptr<FilterMeta> MetaFromHmget(std::string_view name, const redisRepl
     if (r->element[i]->type == REDIS_REPLY_STRING)
       fields.emplace_back(names[i], Str(r->element[i]));
   }
-  // HMGET does not return the chain's parameters; the data keys need only id, shard and links.
-  fields.emplace_back("error", DoubleBits(0.01));
+  // The chain's parameters are not read: the data keys need only id, shard and links.
   return MetaFromFields(name, fields);
 }
 
