@@ -251,8 +251,6 @@ std::shared_ptr<FilterMeta> MetaFromHmget(std::string_view name, const redisRepl
   return MetaFromFields(name, fields);
 }
 
-std::string Zeros(uint64_t n) { return std::string(static_cast<size_t>(n), '\0'); }
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -553,7 +551,9 @@ class BfPlan : public Plan {
       meta->counts.push_back(0);
     }
     Requests& req = BeginStep(step);
-    for (size_t l = 0; l < meta->links.size(); ++l) AddLinkKeys(&req, *meta, l, meta->counts[l]);
+    for (size_t l = 0; l < meta->links.size(); ++l) {
+      AddLinkKeys(&req, *meta, l, meta->counts[l], /*shared=*/false);
+    }
     const std::string tmp = meta->prefix + ":bf:" + meta->id + ":new";
     std::vector<std::string> hset = {"HSET",
                                      tmp,
@@ -581,14 +581,28 @@ class BfPlan : public Plan {
     pending_meta_ = meta;
   }
 
-  // A link's shard keys, created at full size in one step each (SET of zeros: Redis allocates
-  // exactly that), and its count key.
-  static void AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count) {
+  // A link's shard keys, created at full size in one step each, and its count key.
+  // SETRANGE of the last byte on a missing key makes Redis allocate exactly the string's size,
+  // zeroed, without the zeros crossing the network (SETBIT and BITFIELD would grow the string
+  // greedily instead). Keys of a new filter carry an id nobody else knows yet, so they are
+  // written directly; a new link of a shared filter may be created by several proxies at once,
+  // so its shards are built under a private name and moved in place with RENAMENX (the first
+  // wins; a later one must not overwrite bits already set).
+  static void AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count,
+                          bool shared) {
     const uint64_t bytes = meta.links[link].bytes;
     const uint64_t shards = meta.ShardCount(link);
     for (uint64_t s = 0; s < shards; ++s) {
       const uint64_t len = std::min(meta.shard_bytes, bytes - s * meta.shard_bytes);
-      req->Add({"SET", meta.BitsKey(link, s), Zeros(len), "NX"});
+      const std::string key = meta.BitsKey(link, s);
+      if (!shared) {
+        req->Add({"SETRANGE", key, U64(len - 1), std::string_view("\0", 1)});
+        continue;
+      }
+      const std::string tmp = key + ":" + NewId();
+      req->Add({"SETRANGE", tmp, U64(len - 1), std::string_view("\0", 1)});
+      req->Add({"RENAMENX", tmp, key});
+      req->Add({"UNLINK", tmp});
     }
     req->Add({"SET", meta.CountKey(link), std::to_string(count), "NX"});
   }
@@ -622,7 +636,7 @@ class BfPlan : public Plan {
     next->links.push_back(ChainLink(meta_->error, meta_->capacity, meta_->expansion, false, l));
     next->counts.push_back(0);
     Requests& req = BeginStep(step);
-    AddLinkKeys(&req, *next, l, 0);
+    AddLinkKeys(&req, *next, l, 0, /*shared=*/true);
     req.Add({"HSETNX", name_, "l" + std::to_string(l), EncodeLink(next->links[l])});
     req.Add({"GET", next->CountKey(l)});
     req.Add({"PEXPIRETIME", name_});
