@@ -70,7 +70,7 @@ struct Options {
 
   // Bloom filters (BF.*).
   BfMode bf_mode = BfMode::kEmulate;
-  double bf_error_rate = kDefaultBfErrorRate;           // BF.ADD/INSERT on a new key
+  double bf_error_rate = kDefaultBfErrorRate;  // BF.ADD/INSERT on a new key
   int64_t bf_initial_capacity = kDefaultBfInitialCapacity;
   int bf_expansion = kDefaultBfExpansion;
   int64_t bf_max_shard_bytes = kDefaultBfMaxShardBytes;
