@@ -307,12 +307,19 @@ enum class KeyState {
 class BfPlan : public Plan {
  public:
   BfPlan(const BfRequest& request, FilterCache* cache, const BfConfig* config,
-         std::string deferred_error)
+         std::string deferred_error, std::vector<BfMember> members = {})
       : req_(request),
         name_(request.key),
         deferred_error_(std::move(deferred_error)),
         cache_(cache),
-        config_(config) {
+        config_(config),
+        members_(std::move(members)) {
+    if (members_.empty()) {
+      const bool multi = request.command == BfCommand::kMAdd ||
+                         request.command == BfCommand::kInsert ||
+                         request.command == BfCommand::kMExists;
+      members_.push_back({0, request.items.size(), multi});
+    }
     // The request's views point into the client's input buffer, which changes while the plan
     // runs: keep copies.
     items_.reserve(request.items.size());
@@ -331,6 +338,8 @@ class BfPlan : public Plan {
     if (!meta_ || creating) return Fetch(step);
     Main(step);
   }
+
+  const std::vector<std::string>& MemberReplies() const override { return member_replies_; }
 
   void OnReplies(std::vector<ReplyPtr>& replies, PlanStep* step) override {
     // Replies of trailing requests (cleanup, counts) sent with the last step come first.
@@ -403,12 +412,8 @@ class BfPlan : public Plan {
   bool ReplyForAbsent(KeyState state, PlanStep* step) {
     if (req_.command == BfCommand::kExists || req_.command == BfCommand::kMExists) {
       // BF.EXISTS and BF.MEXISTS answer 0 for a missing key and for another type.
-      std::string out;
-      if (req_.command == BfCommand::kMExists) {
-        protocol::AppendArrayHeader(&out, static_cast<int64_t>(items_.size()));
-      }
-      for (size_t i = 0; i < items_.size(); ++i) protocol::AppendInteger(&out, 0);
-      Finish(step, out);
+      results_.assign(items_.size(), Integer(0));
+      FinishMembers(step);
       return true;
     }
     if (state == KeyState::kOtherType) {
@@ -836,7 +841,7 @@ class BfPlan : public Plan {
       cache_->Erase(name_);
       return Fetch(step);
     }
-    if (next_ >= items_.size() || full_) return FinishAdd(step);
+    if (next_ >= items_.size()) return FinishMembers(step);
     const size_t last = meta_->links.size() - 1;
     const int64_t room = static_cast<int64_t>(meta_->links[last].capacity) - meta_->counts[last];
     if (room <= 0 && link_full_ && !meta_->nonscaling()) return CreateLink(step);
@@ -928,10 +933,13 @@ class BfPlan : public Plan {
         if (take == 0) {
           link_full_ = true;
           if (meta_->nonscaling() && check_ops_.size() == meta_->links.size()) {
-            // Full, and the next item is not there: RedisBloom stops with an error.
+            // Full, and the next item is not there: RedisBloom stops the command with an error;
+            // the command's later items are not looked at.
             results_.push_back(std::string(kFullError));
-            full_ = true;
-            return FinishAdd(step);
+            const BfMember& m = members_[MemberOf(next_)];
+            for (size_t i = next_ + 1; i < m.start + m.count; ++i) results_.emplace_back();
+            next_ = m.start + m.count;
+            return AddRound(step);
           }
         }
         return AddRound(step);
@@ -959,14 +967,35 @@ class BfPlan : public Plan {
     AddRound(step);
   }
 
-  void FinishAdd(PlanStep* step) {
-    if (req_.command == BfCommand::kAdd) {
-      return Finish(step, results_.empty() ? std::string(kFullError) : results_[0]);
+  size_t MemberOf(size_t item) const {
+    auto it = std::upper_bound(members_.begin(), members_.end(), item,
+                               [](size_t i, const BfMember& m) { return i < m.start; });
+    return static_cast<size_t>(it - members_.begin()) - 1;
+  }
+
+  // Each member's reply from the per-item results: a single item's own, or an array of the
+  // member's results up to (and including) an error that ended it.
+  void FinishMembers(PlanStep* step) {
+    member_replies_.clear();
+    for (const BfMember& m : members_) {
+      if (!m.multi) {
+        member_replies_.push_back(m.start < results_.size() && !results_[m.start].empty()
+                                      ? results_[m.start]
+                                      : std::string(kFullError));
+        continue;
+      }
+      std::string body;
+      int64_t n = 0;
+      for (size_t i = m.start; i < m.start + m.count && i < results_.size(); ++i) {
+        if (results_[i].empty()) break;
+        body += results_[i];
+        ++n;
+      }
+      std::string out;
+      protocol::AppendArrayHeader(&out, n);
+      member_replies_.push_back(out + body);
     }
-    std::string out;
-    protocol::AppendArrayHeader(&out, static_cast<int64_t>(results_.size()));
-    for (const std::string& r : results_) out += r;
-    Finish(step, out);
+    Finish(step, members_.size() == 1 ? member_replies_[0] : std::string());
   }
 
   // EXISTS / MEXISTS: one BITFIELD_RO per link and shard for all the items.
@@ -991,18 +1020,15 @@ class BfPlan : public Plan {
         return Finish(step, error);
       }
     }
-    std::string out;
-    if (req_.command == BfCommand::kMExists) {
-      protocol::AppendArrayHeader(&out, static_cast<int64_t>(items_.size()));
-    }
+    results_.clear();
     for (size_t j = 0; j < items_.size(); ++j) {
       bool found = false;
       for (size_t l = 0; l < check_ops_.size() && !found; ++l) {
         found = AllOnes(check_ops_[l], j, r, check_first_[l]);
       }
-      protocol::AppendInteger(&out, found ? 1 : 0);
+      results_.push_back(Integer(found ? 1 : 0));
     }
-    Finish(step, out);
+    FinishMembers(step);
   }
 
   // CARD / INFO / SCANDUMP's header: the counts.
@@ -1177,9 +1203,10 @@ class BfPlan : public Plan {
   // ADD state.
   std::vector<ItemHash> hashes_;
   std::vector<bool> hashed_;
-  std::vector<std::string> results_;
+  std::vector<std::string> results_;  // per item; empty: not processed (its command stopped)
+  std::vector<BfMember> members_;
+  std::vector<std::string> member_replies_;
   size_t next_ = 0;
-  bool full_ = false;
   std::vector<size_t> window_;
   std::vector<bool> found_;
   std::vector<size_t> set_items_;
@@ -1334,6 +1361,11 @@ class KeyPlan : public Plan {
 std::unique_ptr<Plan> MakeBfPlan(const BfRequest& request, FilterCache* cache,
                                  const BfConfig* config, std::string deferred_error) {
   return std::make_unique<BfPlan>(request, cache, config, std::move(deferred_error));
+}
+
+std::unique_ptr<Plan> MakeBatchPlan(const BfRequest& request, std::vector<BfMember> members,
+                                    FilterCache* cache, const BfConfig* config) {
+  return std::make_unique<BfPlan>(request, cache, config, std::string(), std::move(members));
 }
 
 std::unique_ptr<Plan> MakeKeyPlan(const std::vector<std::string_view>& args, FilterCache* cache) {

@@ -82,6 +82,13 @@ struct PlanStep {
 class Plan {
  public:
   virtual ~Plan() = default;
+  // For a plan that answers several coalesced commands: their replies, in member order, once
+  // the plan is done without an error that concerns them all (then empty: the final step's
+  // reply goes to every member).
+  virtual const std::vector<std::string>& MemberReplies() const {
+    static const std::vector<std::string> kNone;
+    return kNone;
+  }
   // Fills the first step.
   virtual void Start(PlanStep* step) = 0;
   // `replies` answer the previous step's requests, in order (a null entry could not be
@@ -89,11 +96,26 @@ class Plan {
   virtual void OnReplies(std::vector<protocol::ReplyPtr>& replies, PlanStep* step) = 0;
 };
 
+// One command of several coalesced into one plan: its items are items[start, start + count),
+// and it is a multi-item command (BF.MADD / BF.MEXISTS: an array reply) or a single-item one.
+struct BfMember {
+  size_t start = 0;
+  size_t count = 0;
+  bool multi = false;
+};
+
 // A plan for a parsed BF command. `cache` and `config` outlive the plan. `deferred_error`,
 // when not empty, is an argument error RedisBloom reports only once the key is known to be a
 // filter (BF.INFO's field, BF.SCANDUMP's iterator): "not found" and WRONGTYPE come first.
 std::unique_ptr<Plan> MakeBfPlan(const BfRequest& request, FilterCache* cache,
                                  const BfConfig* config, std::string deferred_error = {});
+
+// One plan for several BF.ADD/BF.MADD (request.command kMAdd) or BF.EXISTS/BF.MEXISTS
+// (kMExists) commands on the same filter, whose items are request.items split by `members`.
+// The items are processed as the commands one after the other would be; each member gets the
+// reply its own command would have had (MemberReplies()).
+std::unique_ptr<Plan> MakeBatchPlan(const BfRequest& request, std::vector<BfMember> members,
+                                    FilterCache* cache, const BfConfig* config);
 
 // Key-level commands that must act on a whole filter when a key is one: DEL, UNLINK, TYPE,
 // EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, RENAME, RENAMENX. Returns null for any

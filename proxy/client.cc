@@ -211,6 +211,12 @@ void Client::ReplyProtocolError(const std::string& error) {
 
 Client::Dispatched Client::Dispatch(const Command& cmd) {
   if (cmd.args.empty()) return Dispatched::kDone;
+  if (running_plans_ > 0 && !JoinsOpenBatch(cmd)) {
+    // A plan of this client is not answered yet: what comes after it waits, so it sees the
+    // plan's effects (and its reply keeps its place).
+    Pause(kPausePlan);
+    return Dispatched::kRetryLater;
+  }
   ++server_->stats().commands_processed;
   char name_buf[32];
   std::string_view name = Lower(cmd.args[0], name_buf, sizeof(name_buf));
@@ -698,9 +704,10 @@ void Client::OnPlanDone(Pending* slot, std::string reply) {
   slot->done = true;
   if (!slot->suppress) slot->data = std::move(reply);
   if (inflight_ > 0) --inflight_;
+  if (running_plans_ > 0) --running_plans_;
   DeliverHead();
   if (inflight_ == 0) MaybeReleasePin();
-  Resume(kPausePlan);
+  if (running_plans_ == 0) Resume(kPausePlan);
   if (inflight_ == 0 && (paused_ & kPauseBarrier)) Resume(kPauseBarrier);
 }
 
@@ -717,6 +724,12 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd, std::string_v
       ReplyLocal(error);
       return Dispatched::kDone;
     }
+    if (!deferred && (bf == filters::BfCommand::kAdd || bf == filters::BfCommand::kMAdd)) {
+      return JoinBatch(request, /*exists=*/false);
+    }
+    if (!deferred && (bf == filters::BfCommand::kExists || bf == filters::BfCommand::kMExists)) {
+      return JoinBatch(request, /*exists=*/true);
+    }
     return StartPlan(filters::MakeBfPlan(request, &server_->filter_cache(), &server_->bf_config(),
                                          deferred ? std::move(error) : std::string()));
   }
@@ -727,6 +740,49 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd, std::string_v
     if (plan) return StartPlan(std::move(plan));
   }
   return Dispatched::kForward;
+}
+
+bool Client::JoinsOpenBatch(const Command& cmd) const {
+  if (open_batch_ == nullptr || cmd.args.size() < 3) return false;
+  filters::BfCommand bf;
+  if (!filters::LookupBfCommand(cmd.args[0], &bf)) return false;
+  const bool exists = bf == filters::BfCommand::kExists || bf == filters::BfCommand::kMExists;
+  const bool add = bf == filters::BfCommand::kAdd || bf == filters::BfCommand::kMAdd;
+  return (exists || add) && exists == open_batch_->exists && cmd.args[1] == open_batch_->key;
+}
+
+Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {
+  UpstreamConn* target = pinned_ ? pinned_ : server_->pool().Shared(&shared_slot_);
+  if (target == nullptr) {
+    ReplyLocal(errors::UpstreamUnavailable(server_->upstream_address().text + ": " +
+                                           server_->pool().unavailable_reason()));
+    return Dispatched::kDone;
+  }
+  if (inflight_ > 0 && inflight_conn_ != target) {
+    Pause(kPauseBarrier);
+    return Dispatched::kRetryLater;
+  }
+  BfBatch* batch = server_->OpenBatch(exists, request.key, target);
+  if (open_batch_ != nullptr && open_batch_ != batch) {
+    Pause(kPausePlan);
+    return Dispatched::kRetryLater;
+  }
+  Pending* p = NewSlot();
+  p->in_flight = true;
+  replies_.push_back(p);
+  ++inflight_;
+  inflight_conn_ = target;
+  ++running_plans_;
+  open_batch_ = batch;
+  filters::BfMember member;
+  member.start = batch->items.size();
+  member.count = request.items.size();
+  member.multi = request.command == filters::BfCommand::kMAdd ||
+                 request.command == filters::BfCommand::kMExists;
+  batch->items.insert(batch->items.end(), request.items.begin(), request.items.end());
+  batch->members.push_back(member);
+  batch->slots.push_back(p);
+  return Dispatched::kDone;
 }
 
 Client::Dispatched Client::StartPlan(std::unique_ptr<filters::Plan> plan) {
@@ -744,9 +800,9 @@ Client::Dispatched Client::StartPlan(std::unique_ptr<filters::Plan> plan) {
   replies_.push_back(p);
   ++inflight_;
   inflight_conn_ = target;
-  // Later commands of this client wait for the plan: its steps may write what they read.
-  Pause(kPausePlan);
-  PlanRunner::Run(server_, this, p, target, std::move(plan));
+  ++running_plans_;
+  // Later commands of this client wait for the plan (see Dispatch).
+  PlanRunner::Run(server_, {p}, target, std::move(plan));
   return Dispatched::kDone;
 }
 

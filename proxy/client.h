@@ -25,6 +25,7 @@ namespace bloomproxy::proxy {
 class Client;
 class PlanRunner;
 class Server;
+struct BfBatch;
 class UpstreamConn;
 
 // What the client must learn from a reply besides forwarding it.
@@ -153,6 +154,10 @@ class Client {
   // command is not one of them.
   Dispatched HandleFilterCommand(const protocol::Command& cmd, std::string_view lower_name);
   Dispatched StartPlan(std::unique_ptr<filters::Plan> plan);
+  // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
+  Dispatched JoinBatch(const filters::BfRequest& request, bool exists);
+  // True when `cmd` would join the batch this client has open (so it need not wait for it).
+  bool JoinsOpenBatch(const protocol::Command& cmd) const;
   void ReplyProtocolError(const std::string& error);
   static bool InfoWantsProxySection(const protocol::Command& cmd);
   // Replaces the proxy client id after REDIRECT by the upstream id of that client's pinned
@@ -233,6 +238,8 @@ class Client {
   bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
   bool flush_queued_ = false;
   bool processing_ = false;
+  BfBatch* open_batch_ = nullptr;      // the batch of this turn this client's BF commands joined
+  int running_plans_ = 0;              // plans and batch members of this client not yet answered
   std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight  // inside
                                        // ProcessInput: Resume only clears pause bits
 

@@ -7,16 +7,15 @@
 
 namespace bloomproxy::proxy {
 
-PlanRunner::PlanRunner(Server* server, Client* client, Pending* slot, UpstreamConn* conn,
+PlanRunner::PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
                        std::unique_ptr<filters::Plan> plan)
-    : server_(server), slot_(slot), conn_(conn), plan_(std::move(plan)) {
-  (void)client;
-}
+    : server_(server), slots_(std::move(slots)), conn_(conn), plan_(std::move(plan)) {}
 
-void PlanRunner::Run(Server* server, Client* client, Pending* slot, UpstreamConn* conn,
+void PlanRunner::Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
                      std::unique_ptr<filters::Plan> plan) {
-  auto* runner = new PlanRunner(server, client, slot, conn, std::move(plan));
-  slot->in_flight = true;  // a client that leaves now orphans the slot; the runner frees it
+  // A client that leaves now orphans its slot; the runner frees it.
+  for (Pending* slot : slots) slot->in_flight = true;
+  auto* runner = new PlanRunner(server, std::move(slots), conn, std::move(plan));
   filters::PlanStep step;
   runner->plan_->Start(&step);
   runner->Send(step);
@@ -52,12 +51,16 @@ void PlanRunner::OnFrame(std::string_view frame, bool last) {
 void PlanRunner::OnFail(const std::string& error_reply) { Finish(error_reply); }
 
 void PlanRunner::Finish(std::string reply) {
-  Pending* slot = slot_;
-  slot->in_flight = false;
-  if (slot->client == nullptr) {
-    delete slot;  // the client left
-  } else {
-    slot->client->OnPlanDone(slot, std::move(reply));
+  const std::vector<std::string>& own = plan_->MemberReplies();
+  const bool per_member = slots_.size() > 1 && own.size() == slots_.size();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Pending* slot = slots_[i];
+    slot->in_flight = false;
+    if (slot->client == nullptr) {
+      delete slot;  // its client left
+    } else {
+      slot->client->OnPlanDone(slot, per_member ? own[i] : reply);
+    }
   }
   delete this;
 }

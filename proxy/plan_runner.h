@@ -1,7 +1,8 @@
-// Runs a plan (filters/bf_plan.h) for one client command: sends each step's requests on the
-// client's upstream connection, decodes the replies, and gives the plan's final reply to the
-// client's slot. The runner owns itself: it is deleted when the plan is over, also when the
-// client left meanwhile (the plan still finishes, so a filter is never left half-written).
+// Runs a plan (filters/bf_plan.h) for one client command, or for several coalesced ones: sends
+// each step's requests on an upstream connection, decodes the replies, and gives the plan's
+// replies to the commands' slots. The runner owns itself: it is deleted when the plan is over,
+// also when clients left meanwhile (the plan still finishes, so a filter is never left
+// half-written).
 #pragma once
 
 #include <memory>
@@ -13,15 +14,15 @@
 
 namespace bloomproxy::proxy {
 
-class Client;
 class Server;
 class UpstreamConn;
 struct Pending;
 
 class PlanRunner {
  public:
-  // Starts `plan` for `slot` (a slot of `client`, marked in flight until the plan is done).
-  static void Run(Server* server, Client* client, Pending* slot, UpstreamConn* conn,
+  // Starts `plan` for `slots` (one per command; marked in flight until the plan is done). With
+  // several slots, slot i gets the plan's MemberReplies()[i].
+  static void Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
                   std::unique_ptr<filters::Plan> plan);
 
   // One reply frame of the current step (called by the upstream connection). `last` is true
@@ -31,13 +32,13 @@ class PlanRunner {
   void OnFail(const std::string& error_reply);
 
  private:
-  PlanRunner(Server* server, Client* client, Pending* slot, UpstreamConn* conn,
+  PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
              std::unique_ptr<filters::Plan> plan);
   void Send(filters::PlanStep& step);
   void Finish(std::string reply);
 
   Server* server_;
-  Pending* slot_;
+  std::vector<Pending*> slots_;
   UpstreamConn* conn_;
   std::unique_ptr<filters::Plan> plan_;
   std::vector<protocol::ReplyPtr> replies_;

@@ -10,6 +10,7 @@
 #include "protocol/errors.h"
 #include "proxy/client.h"
 #include "proxy/log.h"
+#include "proxy/plan_runner.h"
 
 #ifndef BLOOMPROXY_VERSION
 #define BLOOMPROXY_VERSION "0.0.0"
@@ -168,9 +169,43 @@ void Server::QueueFlush(UpstreamConn* u) {
   dirty_upstreams_.push_back(u);
 }
 
+BfBatch* Server::OpenBatch(bool exists, std::string_view key, UpstreamConn* conn) {
+  for (auto& b : batches_) {
+    if (b->exists == exists && b->conn == conn && b->key == key) return b.get();
+  }
+  auto b = std::make_unique<BfBatch>();
+  b->exists = exists;
+  b->key.assign(key);
+  b->conn = conn;
+  batches_.push_back(std::move(b));
+  return batches_.back().get();
+}
+
+void Server::LaunchBatches() {
+  std::vector<std::unique_ptr<BfBatch>> batches;
+  batches.swap(batches_);
+  for (auto& b : batches) {
+    for (Pending* slot : b->slots) {
+      if (slot->client != nullptr) slot->client->open_batch_ = nullptr;
+    }
+    filters::BfRequest request;
+    request.command = b->exists ? filters::BfCommand::kMExists : filters::BfCommand::kMAdd;
+    request.key = b->key;
+    request.error_rate = bf_config_.defaults.error_rate;
+    request.capacity = bf_config_.defaults.capacity;
+    request.expansion = bf_config_.defaults.expansion;
+    request.items.assign(b->items.begin(), b->items.end());
+    std::unique_ptr<filters::Plan> plan =
+        filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
+    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan));
+  }
+}
+
 void Server::OnCheck(uv_check_t* h) {
-  // End of a loop turn: every request and reply produced in it leaves now, batched.
+  // End of a loop turn: the BF batches it gathered go upstream, then every request and reply
+  // produced in it leaves, batched.
   auto* self = static_cast<Server*>(h->data);
+  if (!self->batches_.empty()) self->LaunchBatches();
   while (!self->dirty_upstreams_.empty() || !self->dirty_clients_.empty()) {
     std::vector<UpstreamConn*> ups;
     ups.swap(self->dirty_upstreams_);

@@ -18,6 +18,19 @@
 namespace bloomproxy::proxy {
 
 class Client;
+struct Pending;
+
+// BF.ADD/MADD (or BF.EXISTS/MEXISTS) commands on one filter, gathered during one loop turn from
+// any number of clients, that go upstream as one plan when the turn ends: one BITFIELD per
+// shard for all their items instead of one per command.
+struct BfBatch {
+  bool exists = false;  // BF.EXISTS/MEXISTS, else BF.ADD/MADD
+  std::string key;
+  UpstreamConn* conn = nullptr;
+  std::vector<std::string> items;
+  std::vector<filters::BfMember> members;
+  std::vector<Pending*> slots;  // one per member
+};
 
 // What the proxy learned about the upstream from INFO (for HELLO and INFO).
 struct UpstreamInfo {
@@ -73,6 +86,9 @@ class Server {
   // Called by a client from its close callback.
   void OnClientClosed(Client* c);
 
+  // The batch of this loop turn for (kind, key, conn), created if there is none yet.
+  BfBatch* OpenBatch(bool exists, std::string_view key, UpstreamConn* conn);
+
  private:
   static void OnConnection(uv_stream_t* listener, int status);
   static void OnCheck(uv_check_t* h);
@@ -81,6 +97,7 @@ class Server {
   static void OnSignal(uv_signal_t* h, int signum);
 
   void Accept(uv_stream_t* listener, bool is_unix);
+  void LaunchBatches();
   void MaybeFinishShutdown();
 
   conf::Options options_;
@@ -109,6 +126,7 @@ class Server {
   std::string scratch_;
   filters::BfConfig bf_config_;
   filters::FilterCache filter_cache_;
+  std::vector<std::unique_ptr<BfBatch>> batches_;  // open during this loop turn
   bool shutting_down_ = false;
   bool stopped_ = false;
 };
