@@ -1,6 +1,7 @@
 #include "filters/bf_plan.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -48,6 +49,11 @@ class Requests {
   }
   void Add(const std::vector<std::string_view>& args) {
     protocol::AppendCommand(&out_, args);
+    ++count_;
+  }
+  // A request already encoded (RESP multibulk).
+  void AddEncoded(std::string_view request) {
+    out_.append(request);
     ++count_;
   }
   size_t count() const { return count_; }
@@ -507,19 +513,21 @@ class BfPlan : public Plan {
   }
 
   // Validation at the head of every round on a known filter: the name must still be this
-  // filter (same id), and no link beyond the known ones may exist yet.
+  // filter (same id), and no link beyond the known ones may exist yet. One HMGET says it all:
+  // WRONGTYPE for another type, nils for a missing key (or a hash that is no filter: the
+  // reload that follows tells them apart with TYPE).
+  static constexpr size_t kValidationReplies = 1;
   void AddValidation(Requests* req) {
-    req->Add({"TYPE", name_});
     req->Add({"HMGET", name_, kMarkerField, "id", "l" + std::to_string(meta_->links.size())});
   }
-  KeyState Validate(const redisReply* type, const redisReply* hmget) {
-    std::string_view t = Str(type);
-    if (IsError(type) || t == "none") return KeyState::kMissing;
-    if (t != "hash") return KeyState::kOtherType;
-    if (hmget == nullptr || hmget->type != REDIS_REPLY_ARRAY || hmget->elements != 3 ||
-        Str(hmget->element[0]) != kMarkerValue) {
-      return KeyState::kOtherType;
+  KeyState Validate(const redisReply* hmget) {
+    if (hmget == nullptr) return KeyState::kMissing;
+    if (hmget->type == REDIS_REPLY_ERROR) {
+      return Str(hmget).substr(0, 9) == "WRONGTYPE" ? KeyState::kOtherType : KeyState::kMissing;
     }
+    if (hmget->type != REDIS_REPLY_ARRAY || hmget->elements != 3) return KeyState::kOtherType;
+    if (IsNil(hmget->element[0])) return KeyState::kMissing;
+    if (Str(hmget->element[0]) != kMarkerValue) return KeyState::kOtherType;
     if (Str(hmget->element[1]) != meta_->id) return KeyState::kReplaced;
     if (!IsNil(hmget->element[2])) return KeyState::kNewLink;
     return KeyState::kFilter;
@@ -692,8 +700,8 @@ class BfPlan : public Plan {
   }
 
   void OnMain(std::vector<ReplyPtr>& r, PlanStep* step) {
-    if (r.size() < 2) return Finish(step, "-ERR upstream reply missing\r\n");
-    const KeyState state = Validate(r[0].get(), r[1].get());
+    if (r.size() < kValidationReplies) return Finish(step, "-ERR upstream reply missing\r\n");
+    const KeyState state = Validate(r[0].get());
     const bool adding = req_.command == BfCommand::kAdd || req_.command == BfCommand::kMAdd ||
                         req_.command == BfCommand::kInsert;
     if (state == KeyState::kNewLink && adding && add_stage_ == AddStage::kSet) {
@@ -733,7 +741,7 @@ class BfPlan : public Plan {
       case BfCommand::kInfo:
         return OnCountsRound(r, step);
       case BfCommand::kLoadChunk:
-        for (size_t i = 2; i < r.size(); ++i) {
+        for (size_t i = kValidationReplies; i < r.size(); ++i) {
           if (IsError(r[i].get())) return Finish(step, Reencode(r[i].get()));
         }
         return Finish(step, "+OK\r\n");
@@ -770,7 +778,10 @@ class BfPlan : public Plan {
   // that `items` touch, the ops in item order.
   void AddBitfield(Requests* req, size_t link, const std::vector<size_t>& items, bool set,
                    BitOps* ops) {
-    std::vector<std::vector<std::string>> commands;
+    // Encoded straight to RESP: a batch may carry thousands of ops, and building argument
+    // strings first would cost an allocation each.
+    std::vector<std::pair<uint32_t, uint64_t>> flat;  // (command, offset) in item order
+    std::vector<uint32_t> ops_per_command;
     std::vector<std::pair<uint64_t, uint64_t>> offs;
     ops->shards.clear();
     ops->at.assign(items.size(), {});
@@ -782,19 +793,35 @@ class BfPlan : public Plan {
                                        ops->shards.begin());
         if (c == ops->shards.size()) {
           ops->shards.push_back(shard);
-          commands.push_back({set ? "BITFIELD" : "BITFIELD_RO", meta_->BitsKey(link, shard)});
-        }
-        const uint32_t op = static_cast<uint32_t>((commands[c].size() - 2) / (set ? 4 : 3));
-        if (set) {
-          commands[c].insert(commands[c].end(), {"SET", "u1", U64(off), "1"});
-        } else {
-          commands[c].insert(commands[c].end(), {"GET", "u1", U64(off)});
+          ops_per_command.push_back(0);
         }
         ops->at[j].push_back(static_cast<uint32_t>(c));
-        ops->at[j].push_back(op);
+        ops->at[j].push_back(ops_per_command[c]++);
+        flat.emplace_back(static_cast<uint32_t>(c), off);
       }
     }
-    for (auto& c : commands) req->Add(c);
+    std::string out;
+    char num[24];
+    for (size_t c = 0; c < ops->shards.size(); ++c) {
+      out.clear();
+      protocol::AppendArrayHeader(&out,
+                                  2 + static_cast<int64_t>(ops_per_command[c]) * (set ? 4 : 3));
+      protocol::AppendBulk(&out, set ? "BITFIELD" : "BITFIELD_RO");
+      protocol::AppendBulk(&out, meta_->BitsKey(link, ops->shards[c]));
+      for (const auto& [cmd, off] : flat) {
+        if (cmd != c) continue;
+        out.append(set ? "$3\r\nSET\r\n$2\r\nu1\r\n" : "$3\r\nGET\r\n$2\r\nu1\r\n");
+        const auto res = std::to_chars(num, num + sizeof(num), off);
+        const size_t digits = static_cast<size_t>(res.ptr - num);
+        out.push_back('$');
+        out.append(std::to_string(digits));
+        out.append("\r\n");
+        out.append(num, digits);
+        out.append("\r\n");
+        if (set) out.append("$1\r\n1\r\n");
+      }
+      req->AddEncoded(out);
+    }
   }
 
   // True when every bit of the j-th item reads 1 (GET's value, or SET's old value).
@@ -896,7 +923,7 @@ class BfPlan : public Plan {
     const size_t last = meta_->links.size() - 1;
     const int64_t capacity = static_cast<int64_t>(meta_->links[last].capacity);
     if (add_stage_ == AddStage::kCheck) {
-      const int64_t after = r.size() > 2 ? Int(r[2].get(), 0) : 0;
+      const int64_t after = r.size() > kValidationReplies ? Int(r[kValidationReplies].get(), 0) : 0;
       for (size_t l = 0; l < check_ops_.size(); ++l) {
         if (FirstError(r, check_first_[l], check_ops_[l].shards.size(), &error)) {
           Release(reserve_);
@@ -947,7 +974,7 @@ class BfPlan : public Plan {
       return SetBits(step);
     }
     // The set step.
-    if (FirstError(r, 2, set_ops_.shards.size(), &error)) {
+    if (FirstError(r, kValidationReplies, set_ops_.shards.size(), &error)) {
       Release(placed_);
       return Finish(step, error);
     }
@@ -958,7 +985,7 @@ class BfPlan : public Plan {
         results_.push_back(Integer(0));
         continue;
       }
-      const bool existed = AllOnes(set_ops_, s++, r, 2);
+      const bool existed = AllOnes(set_ops_, s++, r, kValidationReplies);
       results_.push_back(Integer(existed ? 0 : 1));
       added += existed ? 0 : 1;
     }
@@ -1040,7 +1067,7 @@ class BfPlan : public Plan {
   }
 
   void OnCountsRound(std::vector<ReplyPtr>& r, PlanStep* step) {
-    if (r.size() >= 3) ApplyCounts(r[2].get());
+    if (r.size() > kValidationReplies) ApplyCounts(r[kValidationReplies].get());
     int64_t total = 0;
     uint64_t capacity = 0, bytes = 0;
     for (size_t l = 0; l < meta_->links.size(); ++l) {
@@ -1129,9 +1156,9 @@ class BfPlan : public Plan {
     std::string data;
     const uint64_t sb = meta_->shard_bytes;
     const uint64_t first = chunk_.offset / sb;
-    for (size_t i = 2; i < r.size(); ++i) {
+    for (size_t i = kValidationReplies; i < r.size(); ++i) {
       if (IsError(r[i].get())) return Finish(step, Reencode(r[i].get()));
-      const uint64_t s = first + (i - 2);
+      const uint64_t s = first + (i - kValidationReplies);
       const uint64_t from = std::max(chunk_.offset, s * sb);
       const uint64_t to = std::min(chunk_.offset + chunk_.length, (s + 1) * sb);
       std::string_view piece = Str(r[i].get());
