@@ -418,7 +418,7 @@ class BfPlan : public Plan {
   bool ReplyForAbsent(KeyState state, PlanStep* step) {
     if (req_.command == BfCommand::kExists || req_.command == BfCommand::kMExists) {
       // BF.EXISTS and BF.MEXISTS answer 0 for a missing key and for another type.
-      results_.assign(items_.size(), Integer(0));
+      results_.assign(items_.size(), kRes0);
       FinishMembers(step);
       return true;
     }
@@ -955,16 +955,16 @@ class BfPlan : public Plan {
       placed_ = placed;
       link_full_ = after - reserve_ >= capacity;
       if (placed == 0) {
-        for (size_t j = 0; j < take; ++j) results_.push_back(Integer(0));
+        for (size_t j = 0; j < take; ++j) results_.push_back(kRes0);
         next_ += take;
         if (take == 0) {
           link_full_ = true;
           if (meta_->nonscaling() && check_ops_.size() == meta_->links.size()) {
             // Full, and the next item is not there: RedisBloom stops the command with an error;
             // the command's later items are not looked at.
-            results_.push_back(std::string(kFullError));
+            results_.push_back(kResFull);
             const BfMember& m = members_[MemberOf(next_)];
-            for (size_t i = next_ + 1; i < m.start + m.count; ++i) results_.emplace_back();
+            for (size_t i = next_ + 1; i < m.start + m.count; ++i) results_.push_back(kResSkipped);
             next_ = m.start + m.count;
             return AddRound(step);
           }
@@ -982,11 +982,11 @@ class BfPlan : public Plan {
     size_t s = 0;
     for (size_t j = 0; j < window_.size(); ++j) {
       if (found_[j]) {
-        results_.push_back(Integer(0));
+        results_.push_back(kRes0);
         continue;
       }
       const bool existed = AllOnes(set_ops_, s++, r, kValidationReplies);
-      results_.push_back(Integer(existed ? 0 : 1));
+      results_.push_back(existed ? kRes0 : kRes1);
       added += existed ? 0 : 1;
     }
     next_ = window_.back() + 1;
@@ -1003,24 +1003,28 @@ class BfPlan : public Plan {
   // Each member's reply from the per-item results: a single item's own, or an array of the
   // member's results up to (and including) an error that ended it.
   void FinishMembers(PlanStep* step) {
+    auto append = [](std::string* out, int8_t code) {
+      out->append(code == kRes1   ? std::string_view(":1\r\n")
+                  : code == kRes0 ? std::string_view(":0\r\n")
+                                  : kFullError);
+    };
     member_replies_.clear();
+    member_replies_.reserve(members_.size());
     for (const BfMember& m : members_) {
-      if (!m.multi) {
-        member_replies_.push_back(m.start < results_.size() && !results_[m.start].empty()
-                                      ? results_[m.start]
-                                      : std::string(kFullError));
-        continue;
-      }
-      std::string body;
-      int64_t n = 0;
-      for (size_t i = m.start; i < m.start + m.count && i < results_.size(); ++i) {
-        if (results_[i].empty()) break;
-        body += results_[i];
-        ++n;
-      }
       std::string out;
-      protocol::AppendArrayHeader(&out, n);
-      member_replies_.push_back(out + body);
+      if (!m.multi) {
+        append(&out, m.start < results_.size() ? results_[m.start] : kResFull);
+      } else {
+        size_t n = 0;
+        while (n < m.count && m.start + n < results_.size() &&
+               results_[m.start + n] != kResSkipped) {
+          ++n;
+        }
+        out.reserve(8 + 4 * n);
+        protocol::AppendArrayHeader(&out, static_cast<int64_t>(n));
+        for (size_t i = m.start; i < m.start + n; ++i) append(&out, results_[i]);
+      }
+      member_replies_.push_back(std::move(out));
     }
     Finish(step, members_.size() == 1 ? member_replies_[0] : std::string());
   }
@@ -1053,7 +1057,7 @@ class BfPlan : public Plan {
       for (size_t l = 0; l < check_ops_.size() && !found; ++l) {
         found = AllOnes(check_ops_[l], j, r, check_first_[l]);
       }
-      results_.push_back(Integer(found ? 1 : 0));
+      results_.push_back(found ? kRes1 : kRes0);
     }
     FinishMembers(step);
   }
@@ -1230,7 +1234,9 @@ class BfPlan : public Plan {
   // ADD state.
   std::vector<ItemHash> hashes_;
   std::vector<bool> hashed_;
-  std::vector<std::string> results_;  // per item; empty: not processed (its command stopped)
+  // Per item: 0, 1, the full error, or not processed (its command stopped at an error).
+  static constexpr int8_t kRes0 = 0, kRes1 = 1, kResFull = 2, kResSkipped = -1;
+  std::vector<int8_t> results_;
   std::vector<BfMember> members_;
   std::vector<std::string> member_replies_;
   size_t next_ = 0;
