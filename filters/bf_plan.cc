@@ -16,8 +16,6 @@
 namespace bloomproxy::filters {
 namespace {
 
-using protocol::ReplyPtr;
-
 constexpr std::string_view kMarkerField = "bloomproxy";
 constexpr std::string_view kMarkerValue = "1";
 constexpr std::string_view kWrongType =
@@ -260,6 +258,59 @@ std::shared_ptr<FilterMeta> MetaFromHmget(std::string_view name, const redisRepl
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+// StepReplies
+
+void StepReplies::Add(std::string_view frame) {
+  bytes_.append(frame);
+  ends_.push_back(bytes_.size());
+}
+
+std::string_view StepReplies::Frame(size_t i) const {
+  const size_t k = first_ + i;
+  const size_t begin = k == 0 ? 0 : ends_[k - 1];
+  return std::string_view(bytes_).substr(begin, ends_[k] - begin);
+}
+
+const redisReply* StepReplies::Get(size_t i) {
+  if (i >= size()) return nullptr;
+  const size_t k = first_ + i;
+  if (decoded_.size() < ends_.size()) decoded_.resize(ends_.size());
+  if (!decoded_[k]) decoded_[k] = decoder_->Decode(Frame(i));
+  return decoded_[k].get();
+}
+
+const std::vector<int64_t>* StepReplies::Ints(size_t i) {
+  if (i >= size()) return nullptr;
+  const size_t k = first_ + i;
+  if (ints_.size() < ends_.size()) ints_.resize(ends_.size());
+  if (ints_[k]) return ints_[k].get();
+  // "*<n>\r\n" then n times ":<v>\r\n" (the framer already checked the framing).
+  std::string_view f = Frame(i);
+  if (f.empty() || f[0] != '*') return nullptr;
+  size_t eol = f.find('\r');
+  int64_t n = 0;
+  if (eol == std::string_view::npos || !protocol::StringToInt64(f.substr(1, eol - 1), &n)) {
+    return nullptr;
+  }
+  auto values = std::make_unique<std::vector<int64_t>>();
+  values->reserve(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  size_t pos = eol + 2;
+  for (int64_t e = 0; e < n; ++e) {
+    if (pos >= f.size() || f[pos] != ':') return nullptr;
+    eol = f.find('\r', pos);
+    int64_t v = 0;
+    if (eol == std::string_view::npos ||
+        !protocol::StringToInt64(f.substr(pos + 1, eol - pos - 1), &v)) {
+      return nullptr;
+    }
+    values->push_back(v);
+    pos = eol + 2;
+  }
+  ints_[k] = std::move(values);
+  return ints_[k].get();
+}
+
+// ---------------------------------------------------------------------------------------------
 // FilterMeta and FilterCache
 
 uint64_t FilterMeta::ShardCount(size_t link) const {
@@ -347,11 +398,9 @@ class BfPlan : public Plan {
 
   const std::vector<std::string>& MemberReplies() const override { return member_replies_; }
 
-  void OnReplies(std::vector<ReplyPtr>& replies, PlanStep* step) override {
+  void OnReplies(StepReplies& r, PlanStep* step) override {
     // Replies of trailing requests (cleanup, counts) sent with the last step come first.
-    std::vector<ReplyPtr> r;
-    r.reserve(replies.size());
-    for (size_t i = skip_; i < replies.size(); ++i) r.push_back(std::move(replies[i]));
+    r.Skip(skip_);
     skip_ = 0;
     switch (phase_) {
       case Phase::kFetch:
@@ -456,9 +505,9 @@ class BfPlan : public Plan {
     return *meta ? KeyState::kFilter : KeyState::kOtherType;
   }
 
-  void OnFetch(std::vector<ReplyPtr>& r, PlanStep* step) {
+  void OnFetch(StepReplies& r, PlanStep* step) {
     std::shared_ptr<FilterMeta> meta;
-    KeyState state = r.size() >= 2 ? Classify(r[0].get(), r[1].get(), &meta) : KeyState::kMissing;
+    KeyState state = r.size() >= 2 ? Classify(r.Get(0), r.Get(1), &meta) : KeyState::kMissing;
     if (state != KeyState::kFilter) {
       cache_->Erase(name_);
       meta_ = nullptr;
@@ -507,8 +556,8 @@ class BfPlan : public Plan {
     link_full_ = meta_->counts[last] >= static_cast<int64_t>(meta_->links[last].capacity);
   }
 
-  void OnCounts(std::vector<ReplyPtr>& r, PlanStep* step) {
-    if (!r.empty()) ApplyCounts(r[0].get());
+  void OnCounts(StepReplies& r, PlanStep* step) {
+    if (!r.empty()) ApplyCounts(r.Get(0));
     Main(step);
   }
 
@@ -620,8 +669,8 @@ class BfPlan : public Plan {
     req->Add({"SET", meta.CountKey(link), std::to_string(count), "NX"});
   }
 
-  void OnCreate(std::vector<ReplyPtr>& r, PlanStep* step) {
-    const bool won = !r.empty() && Int(r.back().get(), 0) == 1;
+  void OnCreate(StepReplies& r, PlanStep* step) {
+    const bool won = !r.empty() && Int(r.Get(r.size() - 1), 0) == 1;
     std::shared_ptr<FilterMeta> meta = std::move(pending_meta_);
     if (!won) {
       // Someone else holds the name: remove what was prepared and answer from what is there.
@@ -657,12 +706,12 @@ class BfPlan : public Plan {
     pending_meta_ = next;
   }
 
-  void OnCreateLink(std::vector<ReplyPtr>& r, PlanStep* step) {
+  void OnCreateLink(StepReplies& r, PlanStep* step) {
     meta_ = std::move(pending_meta_);
     const size_t l = meta_->links.size() - 1;
     if (r.size() >= 3) {
-      meta_->counts[l] = Int(r[r.size() - 2].get(), 0);
-      const int64_t expire_at = Int(r.back().get(), -1);
+      meta_->counts[l] = Int(r.Get(r.size() - 2), 0);
+      const int64_t expire_at = Int(r.Get(r.size() - 1), -1);
       if (expire_at > 0) {
         for (uint64_t s = 0; s < meta_->ShardCount(l); ++s) {
           trailing_.Add({"PEXPIREAT", meta_->BitsKey(l, s), std::to_string(expire_at)});
@@ -699,9 +748,9 @@ class BfPlan : public Plan {
     }
   }
 
-  void OnMain(std::vector<ReplyPtr>& r, PlanStep* step) {
+  void OnMain(StepReplies& r, PlanStep* step) {
     if (r.size() < kValidationReplies) return Finish(step, "-ERR upstream reply missing\r\n");
-    const KeyState state = Validate(r[0].get());
+    const KeyState state = Validate(r.Get(0));
     const bool adding = req_.command == BfCommand::kAdd || req_.command == BfCommand::kMAdd ||
                         req_.command == BfCommand::kInsert;
     if (state == KeyState::kNewLink && adding && add_stage_ == AddStage::kSet) {
@@ -742,7 +791,7 @@ class BfPlan : public Plan {
         return OnCountsRound(r, step);
       case BfCommand::kLoadChunk:
         for (size_t i = kValidationReplies; i < r.size(); ++i) {
-          if (IsError(r[i].get())) return Finish(step, Reencode(r[i].get()));
+          if (IsError(r.Get(i))) return Finish(step, Reencode(r.Get(i)));
         }
         return Finish(step, "+OK\r\n");
       case BfCommand::kReserve:
@@ -825,24 +874,19 @@ class BfPlan : public Plan {
   }
 
   // True when every bit of the j-th item reads 1 (GET's value, or SET's old value).
-  static bool AllOnes(const BitOps& ops, size_t j, const std::vector<ReplyPtr>& replies,
-                      size_t first) {
+  static bool AllOnes(const BitOps& ops, size_t j, StepReplies& replies, size_t first) {
     for (size_t x = 0; x + 1 < ops.at[j].size(); x += 2) {
-      const size_t c = first + ops.at[j][x];
+      const std::vector<int64_t>* values = replies.Ints(first + ops.at[j][x]);
       const size_t op = ops.at[j][x + 1];
-      if (c >= replies.size()) return false;
-      const redisReply* r = replies[c].get();
-      if (r == nullptr || r->type != REDIS_REPLY_ARRAY || op >= r->elements) return false;
-      if (Int(r->element[op], 0) != 1) return false;
+      if (values == nullptr || op >= values->size() || (*values)[op] != 1) return false;
     }
     return true;
   }
 
-  static bool FirstError(const std::vector<ReplyPtr>& replies, size_t first, size_t n,
-                         std::string* error) {
+  static bool FirstError(StepReplies& replies, size_t first, size_t n, std::string* error) {
     for (size_t c = first; c < first + n && c < replies.size(); ++c) {
-      if (IsError(replies[c].get())) {
-        *error = Reencode(replies[c].get());
+      if (replies.IsErrorReply(c)) {
+        error->assign(replies.Frame(c));
         return true;
       }
     }
@@ -918,12 +962,12 @@ class BfPlan : public Plan {
     trailing_.Add({"DECRBY", meta_->CountKey(last), std::to_string(n)});
   }
 
-  void OnAddRound(std::vector<ReplyPtr>& r, PlanStep* step) {
+  void OnAddRound(StepReplies& r, PlanStep* step) {
     std::string error;
     const size_t last = meta_->links.size() - 1;
     const int64_t capacity = static_cast<int64_t>(meta_->links[last].capacity);
     if (add_stage_ == AddStage::kCheck) {
-      const int64_t after = r.size() > kValidationReplies ? Int(r[kValidationReplies].get(), 0) : 0;
+      const int64_t after = r.size() > kValidationReplies ? Int(r.Get(kValidationReplies), 0) : 0;
       for (size_t l = 0; l < check_ops_.size(); ++l) {
         if (FirstError(r, check_first_[l], check_ops_[l].shards.size(), &error)) {
           Release(reserve_);
@@ -1044,7 +1088,7 @@ class BfPlan : public Plan {
     EndStep(step);
   }
 
-  void OnExistsRound(std::vector<ReplyPtr>& r, PlanStep* step) {
+  void OnExistsRound(StepReplies& r, PlanStep* step) {
     std::string error;
     for (size_t l = 0; l < check_ops_.size(); ++l) {
       if (FirstError(r, check_first_[l], check_ops_[l].shards.size(), &error)) {
@@ -1070,8 +1114,8 @@ class BfPlan : public Plan {
     EndStep(step);
   }
 
-  void OnCountsRound(std::vector<ReplyPtr>& r, PlanStep* step) {
-    if (r.size() > kValidationReplies) ApplyCounts(r[kValidationReplies].get());
+  void OnCountsRound(StepReplies& r, PlanStep* step) {
+    if (r.size() > kValidationReplies) ApplyCounts(r.Get(kValidationReplies));
     int64_t total = 0;
     uint64_t capacity = 0, bytes = 0;
     for (size_t l = 0; l < meta_->links.size(); ++l) {
@@ -1155,17 +1199,17 @@ class BfPlan : public Plan {
     EndStep(step);
   }
 
-  void OnDumpRound(std::vector<ReplyPtr>& r, PlanStep* step) {
+  void OnDumpRound(StepReplies& r, PlanStep* step) {
     if (chunk_.end) return Finish(step, "*2\r\n:0\r\n$0\r\n\r\n");
     std::string data;
     const uint64_t sb = meta_->shard_bytes;
     const uint64_t first = chunk_.offset / sb;
     for (size_t i = kValidationReplies; i < r.size(); ++i) {
-      if (IsError(r[i].get())) return Finish(step, Reencode(r[i].get()));
+      if (IsError(r.Get(i))) return Finish(step, Reencode(r.Get(i)));
       const uint64_t s = first + (i - kValidationReplies);
       const uint64_t from = std::max(chunk_.offset, s * sb);
       const uint64_t to = std::min(chunk_.offset + chunk_.length, (s + 1) * sb);
-      std::string_view piece = Str(r[i].get());
+      std::string_view piece = Str(r.Get(i));
       data.append(piece);
       // A shard shorter than expected reads as zeros, as the bits it lacks are.
       if (piece.size() < to - from) data.append(to - from - piece.size(), '\0');
@@ -1263,14 +1307,14 @@ class TypePlan : public Plan {
     req.Add({"HGET", key_, kMarkerField});
     req.MoveTo(step);
   }
-  void OnReplies(std::vector<ReplyPtr>& r, PlanStep* step) override {
+  void OnReplies(StepReplies& r, PlanStep* step) override {
     step->done = true;
     if (r.size() < 2) {
       step->reply = "-ERR upstream reply missing\r\n";
-    } else if (Str(r[0].get()) == "hash" && Str(r[1].get()) == kMarkerValue) {
+    } else if (Str(r.Get(0)) == "hash" && Str(r.Get(1)) == kMarkerValue) {
       step->reply = "+MBbloom--\r\n";
     } else {
-      step->reply = Reencode(r[0].get());
+      step->reply = Reencode(r.Get(0));
     }
   }
 
@@ -1308,14 +1352,14 @@ class KeyPlan : public Plan {
     req.MoveTo(step);
   }
 
-  void OnReplies(std::vector<ReplyPtr>& r, PlanStep* step) override {
+  void OnReplies(StepReplies& r, PlanStep* step) override {
     step->done = true;
-    const redisReply* exec = r.empty() ? nullptr : r.back().get();
+    const redisReply* exec = r.empty() ? nullptr : r.Get(r.size() - 1);
     if (exec == nullptr || exec->type != REDIS_REPLY_ARRAY) {
       // MULTI or EXEC failed (the upstream's error for the command comes first).
-      for (const ReplyPtr& x : r) {
-        if (IsError(x.get())) {
-          step->reply = Reencode(x.get());
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (r.IsErrorReply(i)) {
+          step->reply.assign(r.Frame(i));
           return;
         }
       }

@@ -11,6 +11,7 @@
 // before the client's next command and drops their replies.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -72,6 +73,36 @@ class FilterCache {
   std::unordered_map<std::string, std::shared_ptr<FilterMeta>> map_;
 };
 
+// The replies to one step's requests, kept as the upstream's bytes and decoded on demand: the
+// large BITFIELD replies of a batch (thousands of integers) are read without building a tree.
+class StepReplies {
+ public:
+  explicit StepReplies(protocol::ReplyDecoder* decoder) : decoder_(decoder) {}
+
+  // Appends one complete reply (copied).
+  void Add(std::string_view frame);
+  // Drops the first n replies (those of trailing requests).
+  void Skip(size_t n) { first_ = std::min(first_ + n, ends_.size()); }
+
+  size_t size() const { return ends_.size() - first_; }
+  bool empty() const { return size() == 0; }
+  // The raw bytes of reply i.
+  std::string_view Frame(size_t i) const;
+  bool IsErrorReply(size_t i) const { return i < size() && Frame(i)[0] == '-'; }
+  // Reply i decoded by hiredis, on first use; null if it cannot be decoded or i is past the end.
+  const redisReply* Get(size_t i);
+  // Reply i when it is an array of integers, parsed once; null otherwise.
+  const std::vector<int64_t>* Ints(size_t i);
+
+ private:
+  protocol::ReplyDecoder* decoder_;
+  std::string bytes_;
+  std::vector<size_t> ends_;
+  size_t first_ = 0;
+  std::vector<protocol::ReplyPtr> decoded_;
+  std::vector<std::unique_ptr<std::vector<int64_t>>> ints_;
+};
+
 struct PlanStep {
   std::string requests;  // RESP requests to send upstream, in order
   size_t replies = 0;    // how many replies they produce
@@ -93,7 +124,7 @@ class Plan {
   virtual void Start(PlanStep* step) = 0;
   // `replies` answer the previous step's requests, in order (a null entry could not be
   // decoded). Fills the next step.
-  virtual void OnReplies(std::vector<protocol::ReplyPtr>& replies, PlanStep* step) = 0;
+  virtual void OnReplies(StepReplies& replies, PlanStep* step) = 0;
 };
 
 // One command of several coalesced into one plan: its items are items[start, start + count),

@@ -39,12 +39,12 @@ void PlanRunner::Send(filters::PlanStep& step) {
 }
 
 void PlanRunner::OnFrame(std::string_view frame, bool last) {
-  replies_.push_back(server_->decoder().Decode(frame));
+  if (!replies_) replies_ = std::make_unique<filters::StepReplies>(&server_->decoder());
+  replies_->Add(frame);
   if (!last) return;
-  std::vector<protocol::ReplyPtr> replies;
-  replies.swap(replies_);
+  std::unique_ptr<filters::StepReplies> replies = std::move(replies_);
   filters::PlanStep step;
-  plan_->OnReplies(replies, &step);
+  plan_->OnReplies(*replies, &step);
   Send(step);
 }
 

@@ -41,7 +41,7 @@ class PlanRunner {
   std::vector<Pending*> slots_;
   UpstreamConn* conn_;
   std::unique_ptr<filters::Plan> plan_;
-  std::vector<protocol::ReplyPtr> replies_;
+  std::unique_ptr<filters::StepReplies> replies_;
 };
 
 }  // namespace bloomproxy::proxy
