@@ -29,13 +29,13 @@ constexpr CommandName kCommands[] = {
     {"BF.LOADCHUNK", "bf.loadchunk", BfCommand::kLoadChunk},
 };
 
+// ASCII only, as Redis compares command and option names (no locale: this runs per command).
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::toupper(static_cast<unsigned char>(a[i])) !=
-        std::toupper(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
+    const char x = (a[i] >= 'a' && a[i] <= 'z') ? static_cast<char>(a[i] - 32) : a[i];
+    const char y = (b[i] >= 'a' && b[i] <= 'z') ? static_cast<char>(b[i] - 32) : b[i];
+    if (x != y) return false;
   }
   return true;
 }
@@ -223,6 +223,10 @@ std::string ParseInsert(const std::vector<std::string_view>& args, const BfDefau
 }  // namespace
 
 bool LookupBfCommand(std::string_view name, BfCommand* out) {
+  // Most commands the proxy sees are not BF.*: reject them on the first three bytes.
+  if (name.size() < 6 || (name[0] | 0x20) != 'b' || (name[1] | 0x20) != 'f' || name[2] != '.') {
+    return false;
+  }
   for (const CommandName& c : kCommands) {
     if (EqualsIgnoreCase(name, c.upper)) {
       *out = c.command;

@@ -56,7 +56,11 @@ class Requests {
   }
   size_t count() const { return count_; }
   void MoveTo(PlanStep* step) {
-    step->requests += out_;
+    if (step->requests.empty()) {
+      step->requests.swap(out_);
+    } else {
+      step->requests += out_;
+    }
     step->replies += count_;
     out_.clear();
     count_ = 0;
@@ -853,6 +857,7 @@ class BfPlan : public Plan {
     char num[24];
     for (size_t c = 0; c < ops->shards.size(); ++c) {
       out.clear();
+      out.reserve(64 + ops_per_command[c] * 40);
       protocol::AppendArrayHeader(&out,
                                   2 + static_cast<int64_t>(ops_per_command[c]) * (set ? 4 : 3));
       protocol::AppendBulk(&out, set ? "BITFIELD" : "BITFIELD_RO");

@@ -211,7 +211,7 @@ void Client::ReplyProtocolError(const std::string& error) {
 
 Client::Dispatched Client::Dispatch(const Command& cmd) {
   if (cmd.args.empty()) return Dispatched::kDone;
-  if (running_plans_ > 0 && !JoinsOpenBatch(cmd)) {
+  if (running_plans_ > 0 && !JoinsRunningBatches(cmd)) {
     // A plan of this client is not answered yet: what comes after it waits, so it sees the
     // plan's effects (and its reply keeps its place).
     Pause(kPausePlan);
@@ -705,6 +705,7 @@ void Client::OnPlanDone(Pending* slot, std::string reply) {
   if (!slot->suppress) slot->data = std::move(reply);
   if (inflight_ > 0) --inflight_;
   if (running_plans_ > 0) --running_plans_;
+  if (slot->batch_member && batch_members_ > 0) --batch_members_;
   DeliverHead();
   if (inflight_ == 0) MaybeReleasePin();
   if (running_plans_ == 0) Resume(kPausePlan);
@@ -742,13 +743,16 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd, std::string_v
   return Dispatched::kForward;
 }
 
-bool Client::JoinsOpenBatch(const Command& cmd) const {
-  if (open_batch_ == nullptr || cmd.args.size() < 3) return false;
+bool Client::JoinsRunningBatches(const Command& cmd) const {
+  // Only when everything this client waits for is batches of the same kind on the same filter:
+  // a later batch's bits are written after an earlier one's (same connection, in order), so
+  // the client's commands still take effect in order.
+  if (batch_members_ != running_plans_ || cmd.args.size() < 3) return false;
   filters::BfCommand bf;
   if (!filters::LookupBfCommand(cmd.args[0], &bf)) return false;
   const bool exists = bf == filters::BfCommand::kExists || bf == filters::BfCommand::kMExists;
   const bool add = bf == filters::BfCommand::kAdd || bf == filters::BfCommand::kMAdd;
-  return (exists || add) && exists == open_batch_->exists && cmd.args[1] == open_batch_->key;
+  return (exists || add) && exists == batch_exists_ && cmd.args[1] == batch_key_;
 }
 
 Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {
@@ -762,18 +766,24 @@ Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exi
     Pause(kPauseBarrier);
     return Dispatched::kRetryLater;
   }
-  BfBatch* batch = server_->OpenBatch(exists, request.key, target);
-  if (open_batch_ != nullptr && open_batch_ != batch) {
+  if (batch_members_ > 0 &&
+      (batch_exists_ != exists || batch_key_ != request.key || batch_conn_ != target)) {
     Pause(kPausePlan);
     return Dispatched::kRetryLater;
   }
+  BfBatch* batch = server_->OpenBatch(exists, request.key, target);
   Pending* p = NewSlot();
   p->in_flight = true;
+  p->batch_member = true;
   replies_.push_back(p);
   ++inflight_;
   inflight_conn_ = target;
   ++running_plans_;
-  open_batch_ = batch;
+  if (batch_members_++ == 0) {
+    batch_exists_ = exists;
+    batch_key_.assign(request.key);
+    batch_conn_ = target;
+  }
   filters::BfMember member;
   member.start = batch->items.size();
   member.count = request.items.size();

@@ -64,6 +64,7 @@ struct Pending {
   uint8_t sub_kind = 0;        // kSubscribe: 0 channel, 1 pattern, 2 shard
   bool subscribe = false;      // a (P|S)SUBSCRIBE: the client enters pub/sub mode
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
+  bool batch_member = false;   // a command answered by a batch plan
 };
 
 // Case-insensitive ASCII comparison.
@@ -157,7 +158,7 @@ class Client {
   // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
   Dispatched JoinBatch(const filters::BfRequest& request, bool exists);
   // True when `cmd` would join the batch this client has open (so it need not wait for it).
-  bool JoinsOpenBatch(const protocol::Command& cmd) const;
+  bool JoinsRunningBatches(const protocol::Command& cmd) const;
   void ReplyProtocolError(const std::string& error);
   static bool InfoWantsProxySection(const protocol::Command& cmd);
   // Replaces the proxy client id after REDIRECT by the upstream id of that client's pinned
@@ -238,8 +239,13 @@ class Client {
   bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
   bool flush_queued_ = false;
   bool processing_ = false;
-  BfBatch* open_batch_ = nullptr;      // the batch of this turn this client's BF commands joined
-  int running_plans_ = 0;              // plans and batch members of this client not yet answered
+  int running_plans_ = 0;  // plans and batch members of this client not yet answered
+  int batch_members_ = 0;  // of which batch members
+  // The batches the running members are in: same kind, filter and connection (a client's
+  // further BF.ADDs to the same filter may join later batches without waiting).
+  bool batch_exists_ = false;
+  std::string batch_key_;
+  UpstreamConn* batch_conn_ = nullptr;
   std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight  // inside
                                        // ProcessInput: Resume only clears pause bits
 

@@ -185,9 +185,6 @@ void Server::LaunchBatches() {
   std::vector<std::unique_ptr<BfBatch>> batches;
   batches.swap(batches_);
   for (auto& b : batches) {
-    for (Pending* slot : b->slots) {
-      if (slot->client != nullptr) slot->client->open_batch_ = nullptr;
-    }
     filters::BfRequest request;
     request.command = b->exists ? filters::BfCommand::kMExists : filters::BfCommand::kMAdd;
     request.key = b->key;
