@@ -407,6 +407,11 @@ const Directive kDirectives[] = {
        return true;
      },
      [](const Options& o) { return ShowString(o.logfile, "stderr"); }},
+    {"threads", 1, "N", "event loops (threads) accepting on the port (1..64)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 1, 64, &s->options->threads, e);
+     },
+     [](const Options& o) { return std::to_string(o.threads); }},
     {"shutdown-timeout-ms", 1, "MS", "on shutdown, time left for in-flight requests",
      [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
        return ParseIntField(a[0], 0, INT_MAX, &s->options->shutdown_timeout_ms, e);

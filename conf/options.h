@@ -79,6 +79,8 @@ struct Options {
   LogLevel loglevel = LogLevel::kNotice;
   std::string logfile;  // empty = stderr
   int shutdown_timeout_ms = kDefaultShutdownTimeoutMs;
+  // Event loops, one per thread, all accepting on the TCP port (SO_REUSEPORT).
+  int threads = 1;
 
   // Where the options came from (for INFO and error messages).
   std::string config_file;

@@ -1,6 +1,9 @@
 // bloomproxy: a Redis-protocol proxy that forwards commands to an upstream Redis.
 #include <csignal>
 #include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "conf/loader.h"
 #include "proxy/log.h"
@@ -36,10 +39,23 @@ int main(int argc, char** argv) {
   // A client that vanishes mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
 
-  bloomproxy::proxy::Server server(options);
-  if (!server.Start()) {
-    server.Run();  // closes what Start() opened
-    return 1;
+  // One server (event loop) per thread; each is independent (its own clients, upstream
+  // connections and filter cache) and they share only the listening port.
+  std::vector<std::unique_ptr<bloomproxy::proxy::Server>> servers;
+  for (int i = 0; i < options.threads; ++i) {
+    servers.push_back(std::make_unique<bloomproxy::proxy::Server>(options, i));
+    if (!servers.back()->Start()) {
+      // The loops started so far stop; the failed one only closes what Start() opened.
+      for (size_t j = 0; j + 1 < servers.size(); ++j) servers[j]->Shutdown();
+      for (auto& s : servers) s->Run();
+      return 1;
+    }
   }
-  return server.Run();
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < servers.size(); ++i) {
+    threads.emplace_back([&servers, i] { servers[i]->Run(); });
+  }
+  int rc = servers[0]->Run();
+  for (std::thread& t : threads) t.join();
+  return rc;
 }

@@ -1,9 +1,11 @@
 #include "proxy/server.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "conf/loader.h"
@@ -26,7 +28,7 @@ constexpr uint64_t kIdleReleaseMs = 2000;
 
 }  // namespace
 
-Server::Server(const conf::Options& options) : options_(options) {
+Server::Server(const conf::Options& options, int index) : options_(options), index_(index) {
   uv_loop_init(&loop_);
   bf_config_.defaults.error_rate = options.bf_error_rate;
   bf_config_.defaults.capacity = static_cast<uint64_t>(options.bf_initial_capacity);
@@ -57,6 +59,19 @@ bool Server::Start() {
                                reinterpret_cast<sockaddr_in6*>(&addr))
                  : uv_ip4_addr(options_.bind.c_str(), options_.port,
                                reinterpret_cast<sockaddr_in*>(&addr));
+    if (rc == 0 && options_.threads > 1) {
+      // Several loops accept on one port: each binds its own socket with SO_REUSEPORT and the
+      // kernel spreads the connections over them.
+      const int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      const int one = 1;
+      if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+          setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+        rc = uv_translate_sys_error(errno);
+        if (fd >= 0) close(fd);
+      } else {
+        rc = uv_tcp_open(&tcp_listener_, fd);
+      }
+    }
     if (rc == 0) rc = uv_tcp_bind(&tcp_listener_, reinterpret_cast<sockaddr*>(&addr), 0);
     if (rc == 0) {
       rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_listener_), kBacklog,
@@ -72,7 +87,8 @@ bool Server::Start() {
       return false;
     }
   }
-  if (!options_.unixsocket.empty()) {
+  if (!options_.unixsocket.empty() && index_ == 0) {
+    // A Unix socket cannot be shared by port reuse: the first loop serves it.
     uv_pipe_init(&loop_, &unix_listener_, 0);
     unix_listener_.data = this;
     unix_listening_ = true;
@@ -134,7 +150,9 @@ int Server::Run() {
 }
 
 void Server::Accept(uv_stream_t* listener, bool is_unix) {
-  auto* c = new Client(this, ++next_client_id_, is_unix);
+  // Client ids are unique across the process's loops, as CLIENT ID promises.
+  static std::atomic<uint64_t> next_client_id{0};
+  auto* c = new Client(this, ++next_client_id, is_unix);
   if (uv_accept(listener, c->stream()) != 0) {
     uv_close(c->handle(), [](uv_handle_t* h) { delete static_cast<Client*>(h->data); });
     return;

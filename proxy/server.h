@@ -48,7 +48,8 @@ struct Stats {
 
 class Server {
  public:
-  explicit Server(const conf::Options& options);
+  // `index` numbers the loops of a multi-threaded proxy (0 for the first).
+  explicit Server(const conf::Options& options, int index = 0);
   ~Server();
 
   // Binds the listeners and starts the upstream pool. False (after logging why) on failure.
@@ -101,6 +102,7 @@ class Server {
   void MaybeFinishShutdown();
 
   conf::Options options_;
+  const int index_;
   uv_loop_t loop_;
   UpstreamAddress upstream_;
   std::unique_ptr<UpstreamPool> pool_;
@@ -120,7 +122,6 @@ class Server {
   std::unordered_map<uint64_t, Client*> clients_;
   std::vector<Client*> dirty_clients_;
   std::vector<UpstreamConn*> dirty_upstreams_;
-  uint64_t next_client_id_ = 0;
   uint64_t upstream_ids_ = 0;
   uint64_t started_ms_ = 0;
   std::string scratch_;
