@@ -768,7 +768,13 @@ TEST(ConfigTest, ExampleConfigFile) {
                                 "client-query-buffer-limit",
                                 "loglevel",
                                 "logfile",
-                                "shutdown-timeout-ms"}) {
+                                "shutdown-timeout-ms",
+                                "threads",
+                                "bf-mode",
+                                "bf-error-rate",
+                                "bf-initial-capacity",
+                                "bf-expansion",
+                                "bf-max-shard-bytes"}) {
     bool active = text.str().find(std::string("\n") + directive + " ") != std::string::npos;
     bool commented = text.str().find(std::string("# ") + directive + " ") != std::string::npos;
     EXPECT_TRUE(active || commented) << directive;
