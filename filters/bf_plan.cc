@@ -823,38 +823,48 @@ class BfPlan : public Plan {
 
   // Where each item's bits are in the replies of a set of BITFIELD commands.
   struct BitOps {
-    std::vector<uint64_t> shards;           // the shard of each command
-    std::vector<std::vector<uint32_t>> at;  // per item: command, op, command, op, ...
+    std::vector<uint64_t> shards;   // the shard of each command
+    uint32_t k = 0;                 // ops per item
+    std::vector<uint32_t> command;  // per op, item-major: the command holding it
+    std::vector<uint32_t> index;    // per op: its position in that command
   };
 
   // One BITFIELD (SET u1 <off> 1 per bit) or BITFIELD_RO (GET u1 <off>) per shard of `link`
   // that `items` touch, the ops in item order.
   void AddBitfield(Requests* req, size_t link, const std::vector<size_t>& items, bool set,
                    BitOps* ops) {
-    // Encoded straight to RESP: a batch may carry thousands of ops, and building argument
-    // strings first would cost an allocation each.
-    std::vector<std::pair<uint32_t, uint64_t>> flat;  // (command, offset) in item order
+    // Encoded straight to RESP, one append per op: a batch may carry thousands of ops.
+    std::vector<uint64_t> offsets;
     std::vector<uint32_t> ops_per_command;
     std::vector<std::pair<uint64_t, uint64_t>> offs;
     ops->shards.clear();
-    ops->at.assign(items.size(), {});
+    ops->k = meta_->links[link].k;
+    ops->command.clear();
+    ops->index.clear();
+    ops->command.reserve(items.size() * ops->k);
+    ops->index.reserve(items.size() * ops->k);
+    offsets.reserve(items.size() * ops->k);
     for (size_t j = 0; j < items.size(); ++j) {
       offs.clear();
       ItemOffsets(items[j], link, &offs);
       for (const auto& [shard, off] : offs) {
-        size_t c = static_cast<size_t>(std::find(ops->shards.begin(), ops->shards.end(), shard) -
-                                       ops->shards.begin());
+        size_t c = 0;
+        while (c < ops->shards.size() && ops->shards[c] != shard) ++c;
         if (c == ops->shards.size()) {
           ops->shards.push_back(shard);
           ops_per_command.push_back(0);
         }
-        ops->at[j].push_back(static_cast<uint32_t>(c));
-        ops->at[j].push_back(ops_per_command[c]++);
-        flat.emplace_back(static_cast<uint32_t>(c), off);
+        ops->command.push_back(static_cast<uint32_t>(c));
+        ops->index.push_back(ops_per_command[c]++);
+        offsets.push_back(off);
       }
     }
     std::string out;
-    char num[24];
+    // "$3\r\nSET\r\n$2\r\nu1\r\n$<d>\r\n<offset>\r\n$1\r\n1\r\n"; an offset in a shard has
+    // at most 10 digits (shards are under 512 MB).
+    const std::string_view head = set ? "$3\r\nSET\r\n$2\r\nu1\r\n$" : "$3\r\nGET\r\n$2\r\nu1\r\n$";
+    char op[64];
+    std::memcpy(op, head.data(), head.size());
     for (size_t c = 0; c < ops->shards.size(); ++c) {
       out.clear();
       out.reserve(64 + ops_per_command[c] * 40);
@@ -862,17 +872,25 @@ class BfPlan : public Plan {
                                   2 + static_cast<int64_t>(ops_per_command[c]) * (set ? 4 : 3));
       protocol::AppendBulk(&out, set ? "BITFIELD" : "BITFIELD_RO");
       protocol::AppendBulk(&out, meta_->BitsKey(link, ops->shards[c]));
-      for (const auto& [cmd, off] : flat) {
-        if (cmd != c) continue;
-        out.append(set ? "$3\r\nSET\r\n$2\r\nu1\r\n" : "$3\r\nGET\r\n$2\r\nu1\r\n");
-        const auto res = std::to_chars(num, num + sizeof(num), off);
-        const size_t digits = static_cast<size_t>(res.ptr - num);
-        out.push_back('$');
-        out.append(std::to_string(digits));
-        out.append("\r\n");
-        out.append(num, digits);
-        out.append("\r\n");
-        if (set) out.append("$1\r\n1\r\n");
+      for (size_t x = 0; x < offsets.size(); ++x) {
+        if (ops->command[x] != c) continue;
+        char digits[24];
+        const auto res = std::to_chars(digits, digits + sizeof(digits), offsets[x]);
+        const size_t n = static_cast<size_t>(res.ptr - digits);
+        char* p = op + head.size();
+        if (n >= 10) *p++ = static_cast<char>('0' + n / 10);
+        *p++ = static_cast<char>('0' + n % 10);
+        *p++ = '\r';
+        *p++ = '\n';
+        std::memcpy(p, digits, n);
+        p += n;
+        *p++ = '\r';
+        *p++ = '\n';
+        if (set) {
+          std::memcpy(p, "$1\r\n1\r\n", 7);
+          p += 7;
+        }
+        out.append(op, static_cast<size_t>(p - op));
       }
       req->AddEncoded(out);
     }
@@ -880,9 +898,9 @@ class BfPlan : public Plan {
 
   // True when every bit of the j-th item reads 1 (GET's value, or SET's old value).
   static bool AllOnes(const BitOps& ops, size_t j, StepReplies& replies, size_t first) {
-    for (size_t x = 0; x + 1 < ops.at[j].size(); x += 2) {
-      const std::vector<int64_t>* values = replies.Ints(first + ops.at[j][x]);
-      const size_t op = ops.at[j][x + 1];
+    for (size_t x = j * ops.k; x < (j + 1) * ops.k && x < ops.command.size(); ++x) {
+      const std::vector<int64_t>* values = replies.Ints(first + ops.command[x]);
+      const size_t op = ops.index[x];
       if (values == nullptr || op >= values->size() || (*values)[op] != 1) return false;
     }
     return true;

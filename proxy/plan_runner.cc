@@ -22,20 +22,21 @@ void PlanRunner::Run(Server* server, std::vector<Pending*> slots, UpstreamConn* 
 }
 
 void PlanRunner::Send(filters::PlanStep& step) {
-  if (!step.requests.empty()) {
-    // Requests of the last step are still sent (cleanup, counts); their replies are dropped
-    // by an internal slot.
-    if (!conn_->usable()) {
-      if (!step.done) return Finish(protocol::errors::UpstreamUnavailable(conn_->last_error()));
-    } else {
-      auto* p = new Pending;
-      p->frames_left = static_cast<int32_t>(step.replies);
-      if (!step.done) p->plan = this;
-      conn_->Send(step.requests, p);
-    }
+  if (step.requests.empty()) {
+    if (step.done) return Finish(std::move(step.reply));
+    return Finish("-ERR internal error: plan step without requests\r\n");
   }
-  if (step.done) return Finish(std::move(step.reply));
-  if (step.requests.empty()) Finish("-ERR internal error: plan step without requests\r\n");
+  if (!conn_->usable()) {
+    return Finish(step.done ? std::move(step.reply)
+                            : protocol::errors::UpstreamUnavailable(conn_->last_error()));
+  }
+  // Requests of the last step are still sent (cleanup, counts); their replies are dropped by an
+  // internal slot.
+  auto* p = new Pending;
+  p->frames_left = static_cast<int32_t>(step.replies);
+  if (!step.done) p->plan = this;
+  conn_->Send(std::move(step.requests), p);
+  if (step.done) Finish(std::move(step.reply));
 }
 
 void PlanRunner::OnFrame(std::string_view frame, bool last) {

@@ -202,6 +202,19 @@ void UpstreamConn::Send(std::string_view request_bytes, Pending* slot) {
   if (state_ == State::kReady) server_->QueueFlush(this);
 }
 
+void UpstreamConn::Send(std::string&& request_bytes, Pending* slot) {
+  if (out_.pending().empty()) {
+    out_.pending().swap(request_bytes);
+    if (slot != nullptr) {
+      slot->in_flight = true;
+      inflight_.push_back(slot);
+    }
+    if (state_ == State::kReady) server_->QueueFlush(this);
+    return;
+  }
+  Send(std::string_view(request_bytes), slot);
+}
+
 void UpstreamConn::Flush() {
   flush_queued_ = false;
   if (state_ != State::kReady) return;

@@ -55,6 +55,8 @@ class UpstreamConn {
   // use a Pending without client). Requests may be queued while connecting; they are written
   // once connected. The caller must check usable() first.
   void Send(std::string_view request_bytes, Pending* slot);
+  // The same, taking the bytes over (no copy when nothing else is queued).
+  void Send(std::string&& request_bytes, Pending* slot);
 
   // Closes the connection; every slot still waiting gets an error reply. Safe to call twice.
   void Close(const std::string& reason);
