@@ -67,6 +67,39 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 
 }  // namespace
 
+namespace {
+
+// Freed slots of this thread, reused by the next commands.
+struct PendingFreeList {
+  std::vector<void*> blocks;
+  ~PendingFreeList() {
+    for (void* p : blocks) ::operator delete(p);
+  }
+};
+thread_local PendingFreeList g_free_pending;
+constexpr size_t kMaxFreePending = 4096;
+
+}  // namespace
+
+void* Pending::operator new(size_t size) {
+  std::vector<void*>& blocks = g_free_pending.blocks;
+  if (size == sizeof(Pending) && !blocks.empty()) {
+    void* p = blocks.back();
+    blocks.pop_back();
+    return p;
+  }
+  return ::operator new(size);
+}
+
+void Pending::operator delete(void* p) {
+  std::vector<void*>& blocks = g_free_pending.blocks;
+  if (p != nullptr && blocks.size() < kMaxFreePending) {
+    blocks.push_back(p);
+  } else {
+    ::operator delete(p);
+  }
+}
+
 Client::Client(Server* server, uint64_t id, bool is_unix)
     : server_(server), id_(id), is_unix_(is_unix) {
   protocol::ParserLimits limits;
@@ -225,7 +258,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   if (info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1) {
     sub = protocol::LookupSubcommand(*info, cmd.args[1]);
   }
-  last_cmd_.assign(sub ? sub->name : info ? info->name : std::string_view("NULL"));
+  last_cmd_ = sub ? sub->name : info ? info->name : std::string_view("NULL");
   if (in_multi_) ++multi_count_;
 
   if (name == "quit") {

@@ -65,6 +65,10 @@ struct Pending {
   bool subscribe = false;      // a (P|S)SUBSCRIBE: the client enters pub/sub mode
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
   bool batch_member = false;   // a command answered by a batch plan
+
+  // Slots come and go once per command: freed ones are kept for reuse (per thread).
+  static void* operator new(size_t size);
+  static void operator delete(void* p);
 };
 
 // Case-insensitive ASCII comparison.
@@ -227,7 +231,7 @@ class Client {
   std::string user_ = "default";
   std::string name_;
   std::string lib_name_, lib_ver_;
-  std::string last_cmd_ = "NULL";
+  std::string_view last_cmd_ = "NULL";  // a name from the command table (static storage)
   std::string addr_, laddr_;
   uint64_t created_ms_ = 0;
   uint64_t last_interaction_ms_ = 0;

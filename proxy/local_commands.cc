@@ -481,7 +481,7 @@ std::string Client::InfoLine() const {
       static_cast<long long>(patterns_), static_cast<long long>(shard_channels_),
       static_cast<long long>(in_multi_ ? multi_count_ : -1), in_.size(), in_.free_space(),
       in_.capacity(), replies_.size(), out_.size(), sizeof(Client) + in_.capacity() + out_.size(),
-      out_.empty() ? "r" : "rw", last_cmd_.c_str(), user_.c_str());
+      out_.empty() ? "r" : "rw", std::string(last_cmd_).c_str(), user_.c_str());
   std::string line(buf);
   line += " lib-name=" + lib_name_ + " lib-ver=" + lib_ver_;
   return line;
