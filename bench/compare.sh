@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Throughput of bloomproxy vs. direct Redis vs. twemproxy (nutcracker), all in front of the same
-# redis-server, measured with redis-benchmark in interleaved rounds. See bench/README.md.
+# redis-server, measured with redis-benchmark in interleaved rounds; plus bloomproxy's BF.ADD /
+# BF.EXISTS against the one-BITFIELD-per-item floor straight to Redis. See bench/README.md.
 #
-# Usage: bench/compare.sh [--rounds N] [--quick] [--help]
+# Usage: bench/compare.sh [--rounds N] [--quick] [--publish] [--help]
+#   --publish    also copy the chart to docs/img/compare.png
 #
 # Environment:
 #   CASES        space-separated cases "CLIENTS:PIPELINE[:REQUESTS]"   (default "50:1 50:16 1:1")
@@ -16,6 +18,11 @@
 #   TARGETS      subset/order of "direct proxy twemproxy" (default all three)
 #   RUN_TIMEOUT  seconds before one redis-benchmark run is killed (default 600)
 #   BUSY_WARN_PCT  flag runs during which other processes used >= this % of the CPUs (default 15)
+#   BF           1 = also run the BF cases (default 1; BF=0 skips them; needs the proxy target):
+#                BF.ADD / BF.EXISTS bfk __rand_int__ (-c 50 -P 16 -r 100000000) through bloomproxy
+#                vs. BITFIELD / BITFIELD_RO with 8 fixed offsets straight to redis-server
+#   BF_N         requests per BF run (default: N, else 200000)
+#   PLOT         1 = draw the chart with bench/plot.sh at the end (default 1; needs gnuplot)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS   see bench/lib.sh
 set -euo pipefail
 
@@ -26,12 +33,14 @@ usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
 
 ROUNDS="${ROUNDS:-3}"
 QUICK=0
+PUBLISH=0
 while (($#)); do
   case "$1" in
     --rounds) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die "--rounds needs a positive integer"
               ROUNDS="$2"; shift 2 ;;
     --rounds=*) ROUNDS="${1#*=}"; [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "bad --rounds"; shift ;;
     --quick) QUICK=1; shift ;;
+    --publish) PUBLISH=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage; die "unknown argument: $1" ;;
   esac
@@ -45,6 +54,28 @@ DATASIZE="${DATASIZE:-3}"
 TARGETS="${TARGETS:-direct proxy twemproxy}"
 N_SERIAL="${N_SERIAL:-20000}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-600}"
+BF="${BF:-1}"
+BF_N="${BF_N:-${N:-200000}}"
+PLOT="${PLOT:-1}"
+[[ "$BF" =~ ^[01]$ ]] || die "BF must be 0 or 1"
+[[ "$BF_N" =~ ^[1-9][0-9]*$ ]] || die "bad BF_N '$BF_N'"
+((QUICK)) && BF_N=$(((BF_N + 9) / 10))
+
+# BF cases: fixed shape (the redis-benchmark reference of bf_compare.sh), one filter.
+BF_CLIENTS=50 BF_PIPE=16
+BF_KEY=bfk FLOOR_KEY=bfk2
+BF_ERROR=0.01 BF_CAPACITY=10000000
+# The floor: what a proxy must send at least per item, one BITFIELD with k = 8 bit operations.
+# redis-benchmark cannot randomise BITFIELD offsets (it replaces __rand_int__ with a 12-digit
+# zero-padded number, which Redis rejects as a bit offset), so the 8 offsets are fixed, one in
+# the middle of each eighth of a 95,850,000-bit key (0.01 / 10M at 9.585 bits per item): the
+# same 8 cache lines on every request, hence an optimistic floor.
+FLOOR_BITS=95850000 FLOOR_K=8
+FLOOR_OFFSETS=()
+FLOOR_SEG=$((FLOOR_BITS / FLOOR_K))
+for ((i = 0; i < FLOOR_K; i++)); do FLOOR_OFFSETS+=($((FLOOR_SEG * i + FLOOR_SEG / 2))); done
+FLOOR_ADD=(BITFIELD "$FLOOR_KEY") FLOOR_EXISTS=(BITFIELD_RO "$FLOOR_KEY")
+for o in "${FLOOR_OFFSETS[@]}"; do FLOOR_ADD+=(SET u1 "$o" 1); FLOOR_EXISTS+=(GET u1 "$o"); done
 
 command -v redis-benchmark >/dev/null || die "redis-benchmark not found"
 command -v redis-cli >/dev/null || die "redis-cli not found"
@@ -100,60 +131,135 @@ redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t set -n $((3 * KEYSPACE)) -c 20 
 log "redis now holds $(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" DBSIZE) keys"
 
 # Short unrecorded warm-up through every target (first connections, allocator growth, caches).
+# (redis-benchmark spins forever on a port that refuses connections: hence the timeouts.)
+WARM=(timeout --foreground --signal=INT --kill-after=5 60 redis-benchmark -h 127.0.0.1 -q --csv)
+# services_alive: die if a server this script started has exited (crashed).
+services_alive() {
+  local svc
+  for svc in "${!_BENCH_PIDS[@]}"; do
+    kill -0 "${_BENCH_PIDS[svc]}" 2>/dev/null \
+      || die "${_BENCH_NAMES[svc]} (pid ${_BENCH_PIDS[svc]}) is gone; aborting"
+  done
+}
 for t in $TARGETS; do
-  redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" -t "$TESTS" -n 5000 -c 10 -r "$KEYSPACE" \
-    -d "$DATASIZE" -q --csv >/dev/null 2>&1 || log "warning: warm-up against $t failed"
+  "${WARM[@]}" -p "${PORT[$t]}" -t "$TESTS" -n 5000 -c 10 -r "$KEYSPACE" \
+    -d "$DATASIZE" >/dev/null 2>&1 || log "warning: warm-up against $t failed"
 done
+services_alive
+
+# BF cases: reserve the filter through the proxy and allocate the floor's key at full size (as
+# BF.RESERVE does for its bits), check both commands once, warm them up.
+if ((BF)) && [[ " $TARGETS " != *" proxy "* ]]; then
+  log "BF cases skipped: they need the proxy target (TARGETS=\"$TARGETS\")"
+  BF=0
+fi
+BF_SKIPPED=""
+if ((BF)); then
+  if ! why="$(bf_supported "${PORT[proxy]}")"; then
+    BF_SKIPPED="bloomproxy does not answer BF.* ($why)"
+    log "WARNING: BF cases skipped: $BF_SKIPPED"
+    BF=0
+  fi
+fi
+if ((BF)); then
+  got="$(redis-cli -h 127.0.0.1 -p "${PORT[proxy]}" BF.RESERVE "$BF_KEY" "$BF_ERROR" "$BF_CAPACITY" 2>&1)"
+  [[ "$got" == OK ]] || die "BF.RESERVE $BF_KEY $BF_ERROR $BF_CAPACITY through bloomproxy: $got (BF=0 skips the BF cases)"
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SETBIT "$FLOOR_KEY" $((FLOOR_BITS - 1)) 0 >/dev/null
+  got="$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "${FLOOR_ADD[@]}" 2>&1 | wc -l)"
+  ((got == FLOOR_K)) || die "${FLOOR_ADD[*]} straight to redis did not reply $FLOOR_K integers"
+  got="$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "${FLOOR_EXISTS[@]}" 2>&1 | sort -u | tr '\n' ' ')"
+  [[ "$got" == "1 " ]] || die "${FLOOR_EXISTS[*]} straight to redis replied '$got', expected $FLOOR_K x 1"
+  log "reserved $BF_KEY ($BF_ERROR, $BF_CAPACITY) through bloomproxy; floor key $FLOOR_KEY:" \
+    "$FLOOR_BITS bits, fixed offsets ${FLOOR_OFFSETS[*]}"
+  for cmd in BF.ADD BF.EXISTS; do
+    "${WARM[@]}" -p "${PORT[proxy]}" -r 100000000 -n 5000 -c 10 "$cmd" "$BF_KEY" __rand_int__ \
+      >/dev/null 2>&1 || log "warning: $cmd warm-up through bloomproxy failed"
+  done
+  "${WARM[@]}" -p "$REDIS_PORT" -n 5000 -c 10 "${FLOOR_ADD[@]}" >/dev/null 2>&1 \
+    || log "warning: BITFIELD warm-up failed"
+  "${WARM[@]}" -p "$REDIS_PORT" -n 5000 -c 10 "${FLOOR_EXISTS[@]}" >/dev/null 2>&1 \
+    || log "warning: BITFIELD_RO warm-up failed"
+  services_alive
+fi
 
 echo "round,case,clients,pipeline,requests,test,target,rps,avg_latency_ms,p50_latency_ms,p99_latency_ms,other_cpu_pct,steal_pct" >"$CSV"
 
-TOTAL=$((ROUNDS * ${#C_NAME[@]} * $(wc -w <<<"$TARGETS")))
+TOTAL=$((ROUNDS * (${#C_NAME[@]} * $(wc -w <<<"$TARGETS") + (BF ? 4 : 0))))
 RUN=0
 FAILED=0
 log "benchmark: $ROUNDS round(s) x ${#C_NAME[@]} case(s) x targets [$TARGETS]; tests $TESTS;" \
-  "-r $KEYSPACE -d $DATASIZE; raw results -> ${CSV#"$REPO_ROOT"/}"
+  "-r $KEYSPACE -d $DATASIZE$( ((BF)) && echo "; + BF.ADD/BF.EXISTS vs. BITFIELD floor, c$BF_CLIENTS P$BF_PIPE n=$BF_N");" \
+  "raw results -> ${CSV#"$REPO_ROOT"/}"
+
+# run_one ROUND CASE CLIENTS PIPELINE REQUESTS TARGET PORT TEST [redis-benchmark args...]
+# One redis-benchmark run, appended to the CSV. TEST empty: one row per test redis-benchmark
+# reports (-t set,get); else one row named TEST (a custom command).
+run_one() {
+  local r="$1" case="$2" c="$3" p="$4" n="$5" t="$6" port="$7" test="$8"
+  shift 8
+  local out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err" rc=0 snap0 snap1 other steal rows
+  local summary="" load="" cmd_desc=""
+  [[ "$t" == floor ]] && cmd_desc=" ($1 $2, ${FLOOR_K} fixed offsets)"
+  RUN=$((RUN + 1))
+  snap0="$(cpu_snapshot)"
+  timeout --foreground --signal=INT --kill-after=10 "$RUN_TIMEOUT" \
+    redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" -c "$c" -P "$p" -q --csv "$@" \
+    >"$out" 2>"$err" || rc=$?
+  snap1="$(cpu_snapshot)"
+  # CTRL-C reaches redis-benchmark too (exit 130). Our INT trap normally fires as well, but
+  # not if SIGINT was ignored when the script started (launched in the background)...
+  if ((rc == 130 || rc == 143)); then
+    log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
+    exit 130
+  fi
+  # Lines look like: "SET","93457.95","0.309","0.080","0.279","0.479","1.023","1.751"
+  # (for a custom command the first field is the whole command line).
+  read -r other steal <<<"$(other_load "$snap0" "$snap1")"
+  rows="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, -v pre="$r,$case,$c,$p,$n" -v t="$t" -v name="$test" \
+    -v post="$other,$steal" 'NR > 1 && NF >= 8 && $2 + 0 > 0 {print pre, (name != "" ? name : $1), t, $2, $3, $5, $7, post}')"
+  if [[ -n "$rows" ]]; then
+    printf '%s\n' "$rows" >>"$CSV"
+    summary="$(awk -F, '{printf "%s%s %.0f", (NR > 1 ? ", " : ""), $6, $8}' <<<"$rows")"
+  fi
+  # (redis-benchmark 7 exits non-zero at the first error reply: "Error from server: ...")
+  if ((rc != 0)) || [[ -z "$rows" ]] || grep -qiE '^(error|err )|error from server' "$err" "$out"; then
+    FAILED=$((FAILED + 1))
+    log "[$RUN/$TOTAL] round $r $case ${test:+$test }$t: FAILED (exit $rc)"
+    _show_log "$err"
+    services_alive
+  else
+    ((other + steal >= ${BUSY_WARN_PCT:-15})) && load=" (NOISY: other processes ${other}%, steal ${steal}% of the CPUs)"
+    log "[$RUN/$TOTAL] round $r $case n=$n $t${cmd_desc}: $summary req/s$load"
+  fi
+}
+
+BF_CASE="c$BF_CLIENTS P$BF_PIPE"
 for ((r = 1; r <= ROUNDS; r++)); do
   for i in "${!C_NAME[@]}"; do
-    c="${C_CLIENTS[i]}" p="${C_PIPE[i]}" n="${C_N[i]}"
     for t in $TARGETS; do
-      RUN=$((RUN + 1))
-      out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err"
-      rc=0
-      snap0="$(cpu_snapshot)"
-      timeout --foreground --signal=INT --kill-after=10 "$RUN_TIMEOUT" \
-        redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" -t "$TESTS" -n "$n" -c "$c" -P "$p" \
-        -r "$KEYSPACE" -d "$DATASIZE" -q --csv >"$out" 2>"$err" || rc=$?
-      snap1="$(cpu_snapshot)"
-      # CTRL-C reaches redis-benchmark too (exit 130). Our INT trap normally fires as well, but
-      # not if SIGINT was ignored when the script started (launched in the background)...
-      if ((rc == 130 || rc == 143)); then
-        log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
-        exit 130
-      fi
-      # Lines look like: "SET","93457.95","0.309","0.080","0.279","0.479","1.023","1.751"
-      read -r other steal <<<"$(other_load "$snap0" "$snap1")"
-      rows="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, -v pre="$r,${C_NAME[i]},$c,$p,$n" -v t="$t" \
-        -v post="$other,$steal" 'NR > 1 && NF >= 8 && $2 + 0 > 0 {print pre, $1, t, $2, $3, $5, $7, post}')"
-      if [[ -n "$rows" ]]; then
-        printf '%s\n' "$rows" >>"$CSV"
-        summary="$(awk -F, '{printf "%s%s %.0f", (NR > 1 ? ", " : ""), $6, $8}' <<<"$rows")"
-      fi
-      if ((rc != 0)) || [[ -z "$rows" ]] || grep -qiE '^(error|err )|error from server' "$err"; then
-        FAILED=$((FAILED + 1))
-        log "[$RUN/$TOTAL] round $r ${C_NAME[i]} $t: FAILED (exit $rc)"
-        _show_log "$err"
-        for svc in "${!_BENCH_PIDS[@]}"; do
-          kill -0 "${_BENCH_PIDS[svc]}" 2>/dev/null \
-            || die "${_BENCH_NAMES[svc]} (pid ${_BENCH_PIDS[svc]}) is gone; aborting"
-        done
-      else
-        load=""
-        ((other + steal >= ${BUSY_WARN_PCT:-15})) && load=" (NOISY: other processes ${other}%, steal ${steal}% of the CPUs)"
-        log "[$RUN/$TOTAL] round $r ${C_NAME[i]} n=$n $t: $summary req/s$load"
-      fi
+      run_one "$r" "${C_NAME[i]}" "${C_CLIENTS[i]}" "${C_PIPE[i]}" "${C_N[i]}" "$t" "${PORT[$t]}" "" \
+        -t "$TESTS" -r "$KEYSPACE" -d "$DATASIZE"
     done
   done
+  if ((BF)); then
+    # BF.ADD vs. its floor, then BF.EXISTS vs. its floor (target "floor" = straight to redis).
+    run_one "$r" "$BF_CASE" "$BF_CLIENTS" "$BF_PIPE" "$BF_N" proxy "${PORT[proxy]}" BF.ADD \
+      -r 100000000 BF.ADD "$BF_KEY" __rand_int__
+    run_one "$r" "$BF_CASE" "$BF_CLIENTS" "$BF_PIPE" "$BF_N" floor "$REDIS_PORT" BF.ADD "${FLOOR_ADD[@]}"
+    run_one "$r" "$BF_CASE" "$BF_CLIENTS" "$BF_PIPE" "$BF_N" proxy "${PORT[proxy]}" BF.EXISTS \
+      -r 100000000 BF.EXISTS "$BF_KEY" __rand_int__
+    run_one "$r" "$BF_CASE" "$BF_CLIENTS" "$BF_PIPE" "$BF_N" floor "$REDIS_PORT" BF.EXISTS "${FLOOR_EXISTS[@]}"
+  fi
 done
+
+# The filter must not have scaled (more items than its capacity would add a sub-filter).
+BF_STATE=""
+if ((BF)); then
+  BF_STATE="$(redis-cli -h 127.0.0.1 -p "${PORT[proxy]}" BF.INFO "$BF_KEY" | paste -d'\t' - - \
+    | awk -F'\t' '{printf "%s%s: %s", (NR > 1 ? ", " : ""), $1, $2}')"
+  nf="$(redis-cli -h 127.0.0.1 -p "${PORT[proxy]}" BF.INFO "$BF_KEY" FILTERS)"
+  [[ "$nf" == 1 ]] || log "warning: $BF_KEY now has $nf sub-filters (more items than its capacity)"
+fi
 
 # Render the markdown table (stdout + results/compare-*.md) from the CSV.
 {
@@ -168,8 +274,14 @@ done
     "$ROUNDS interleaved round(s), -r $KEYSPACE -d $DATASIZE$proxy_desc;" \
     "host CPU busy before start: ${HOST_BUSY}%"
   echo
-  "$BENCH_PY" - "$CSV" "$TARGETS" "${BUSY_WARN_PCT:-15}" <<'EOF'
-import csv, statistics, sys
+  BF_NOTE=""
+  if ((BF)); then
+    BF_NOTE="BF cases (c$BF_CLIENTS P$BF_PIPE, $BF_N requests per run): \`redis-benchmark -r 100000000 BF.ADD $BF_KEY __rand_int__\` (and BF.EXISTS) through bloomproxy, on a filter reserved with \`BF.RESERVE $BF_KEY $BF_ERROR $BF_CAPACITY\` through the proxy; floor = one command per item straight to redis-server: \`${FLOOR_ADD[*]:0:6} … (${FLOOR_K} SET ops)\` resp. \`${FLOOR_EXISTS[*]:0:5} … (${FLOOR_K} GETs)\`. redis-benchmark cannot randomise BITFIELD offsets (\`__rand_int__\` becomes a 12-digit zero-padded number, which Redis rejects as a bit offset), so the floor uses ${FLOOR_K} FIXED offsets (${FLOOR_OFFSETS[*]}) spread over a $(sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta' <<<"$FLOOR_BITS")-bit key: the same ${FLOOR_K} cache lines every request, an optimistic floor. twemproxy does not do BF.*. Filter after the run: $BF_STATE"
+  elif [[ -n "$BF_SKIPPED" ]]; then
+    BF_NOTE="BF cases skipped: $BF_SKIPPED"
+  fi
+  BF_NOTE="$BF_NOTE" "$BENCH_PY" - "$CSV" "$TARGETS" "${BUSY_WARN_PCT:-15}" <<'EOF'
+import csv, os, statistics, sys
 from collections import OrderedDict, defaultdict
 
 path, targets, busy_warn = sys.argv[1], sys.argv[2].split(), float(sys.argv[3])
@@ -178,14 +290,21 @@ p50 = defaultdict(list)
 by_round = defaultdict(dict)  # (case, test, n, target) -> {round: rps}
 keys = OrderedDict()  # (case, test, n) in first-seen order
 rows_first_test = None
+loads = []
 with open(path) as f:
     for row in csv.DictReader(f):
         k = (row["case"], row["test"], row["requests"])
         keys[k] = None
-        rows_first_test = rows_first_test or row["test"]  # one load figure per run
+        if not row["test"].startswith("BF."):
+            rows_first_test = rows_first_test or row["test"]
+        if row["test"] == rows_first_test or row["test"].startswith("BF."):  # one figure per run
+            loads.append(float(row["other_cpu_pct"]) + float(row["steal_pct"]))
         rps[k + (row["target"],)].append(float(row["rps"]))
         p50[k + (row["target"],)].append(float(row["p50_latency_ms"]))
         by_round[k + (row["target"],)][row["round"]] = float(row["rps"])
+
+def is_bf(k):
+    return k[1].startswith("BF.")
 
 def med(xs):
     return statistics.median(xs) if xs else None
@@ -199,31 +318,53 @@ def paired(k, a, b):
     rs = [ra[r] / rb[r] for r in ra if rb.get(r)]
     return f"{statistics.median(rs):.2f}" if rs else ""
 
+def runs(xs):
+    return " / ".join(f"{x:.0f}" for x in xs)
+
 print("| case | test | target | median req/s | runs (req/s) | median p50 ms | vs direct | vs twemproxy |")
 print("|---|---|---|---:|---|---:|---:|---:|")
 summary = []
 for k in keys:
+    if is_bf(k):
+        continue
     case, test, n = k
     m = {t: med(rps[k + (t,)]) for t in targets}
     for t in targets:
-        runs = rps[k + (t,)]
-        if not runs:
+        if not rps[k + (t,)]:
             print(f"| {case} | {test} | {t} | n/a | (all runs failed) | | | |")
             continue
         vs_direct = ratio(m[t], m.get("direct")) if t != "direct" else ""
         vs_twem = ratio(m[t], m.get("twemproxy")) if t == "proxy" else ""
-        print(f"| {case} | {test} | {t} | {m[t]:,.0f} | {' / '.join(f'{x:.0f}' for x in runs)} "
+        print(f"| {case} | {test} | {t} | {m[t]:,.0f} | {runs(rps[k + (t,)])} "
               f"| {med(p50[k + (t,)]):.3f} | {vs_direct} | {vs_twem} |")
     summary.append((case, test, n, ratio(m.get("proxy"), m.get("direct")),
                     ratio(m.get("proxy"), m.get("twemproxy")),
                     ratio(m.get("twemproxy"), m.get("direct")),
                     paired(k, "proxy", "direct"), paired(k, "proxy", "twemproxy")))
 
-loads = []
-with open(path) as f:
-    for row in csv.DictReader(f):
-        if row["test"] == rows_first_test:
-            loads.append(float(row["other_cpu_pct"]) + float(row["steal_pct"]))
+bf_keys = [k for k in keys if is_bf(k)]
+if bf_keys:
+    sent = {("BF.ADD", "proxy"): "BF.ADD key __rand_int__ → bloomproxy",
+            ("BF.ADD", "floor"): "BITFIELD key 8×SET u1 (fixed offsets) → redis",
+            ("BF.EXISTS", "proxy"): "BF.EXISTS key __rand_int__ → bloomproxy",
+            ("BF.EXISTS", "floor"): "BITFIELD_RO key 8×GET u1 (fixed offsets) → redis"}
+    print()
+    print("BF.* through bloomproxy vs. the one-BITFIELD-per-item floor straight to Redis:")
+    print()
+    print("| case | test | target | sent | median req/s | runs (req/s) | median p50 ms | bloomproxy / floor |")
+    print("|---|---|---|---|---:|---|---:|---:|")
+    for k in bf_keys:
+        case, test, n = k
+        m = {t: med(rps[k + (t,)]) for t in ("proxy", "floor")}
+        for t in ("proxy", "floor"):
+            if not rps[k + (t,)]:
+                print(f"| {case} | {test} | {t} | {sent.get((test, t), '')} | n/a | (all runs failed) | | |")
+                continue
+            print(f"| {case} | {test} | {t} | {sent.get((test, t), '')} | {m[t]:,.0f} | {runs(rps[k + (t,)])} "
+                  f"| {med(p50[k + (t,)]):.3f} | {ratio(m['proxy'], m['floor']) if t == 'proxy' else ''} |")
+        summary.append((case, f"{test} vs. floor", n, ratio(m["proxy"], m["floor"]), "n/a", "n/a",
+                        paired(k, "proxy", "floor"), "n/a"))
+
 if loads:
     noisy = sum(1 for x in loads if x >= busy_warn)
     print()
@@ -235,7 +376,7 @@ if loads:
              if noisy * 5 <= len(loads) else
              " - too many disturbed runs: these numbers are noisy, rerun on a quiet machine"))
 
-if "proxy" in targets and len(targets) > 1:
+if "proxy" in targets and (len(targets) > 1 or bf_keys):
     print()
     print("Ratios of the medians (1.00 = same throughput; > 1 = proxy faster); the last two"
           " columns are the median of the per-round ratios (each round's pair measured"
@@ -246,8 +387,30 @@ if "proxy" in targets and len(targets) > 1:
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for case, test, n, a, b, c, pa, pb in summary:
         print(f"| {case} | {test} | {n} | {a} | {b} | {c} | {pa} | {pb} |")
+    if bf_keys:
+        print()
+        print("In the `BF.* vs. floor` rows, direct = the floor sent straight to redis-server"
+              " (BITFIELD 8×SET u1 for BF.ADD, BITFIELD_RO 8×GET u1 for BF.EXISTS), so proxy/direct"
+              " is bloomproxy BF.ADD / BITFIELD floor resp. BF.EXISTS / BITFIELD_RO floor"
+              " (twemproxy does not do BF.*).")
+
+note = os.environ.get("BF_NOTE", "")
+if note:
+    print()
+    print(note)
 EOF
 } | tee "$MD"
+
+if ((PLOT)); then
+  if command -v gnuplot >/dev/null; then
+    plot_args=("$CSV")
+    ((PUBLISH)) && plot_args=(--publish "$CSV")
+    "$BENCH_DIR/plot.sh" "${plot_args[@]}" \
+      || log "warning: plot.sh failed; the results are in ${CSV#"$REPO_ROOT"/}"
+  else
+    log "gnuplot not installed (scripts/deps.sh --bench): no chart; PLOT=0 silences this"
+  fi
+fi
 
 log "raw results: ${CSV#"$REPO_ROOT"/}; table: ${MD#"$REPO_ROOT"/}"
 if ((FAILED)); then
