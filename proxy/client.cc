@@ -788,30 +788,44 @@ bool Client::JoinsRunningBatches(const Command& cmd) const {
   return (exists || add) && exists == batch_exists_ && cmd.args[1] == batch_key_;
 }
 
-Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {
+UpstreamConn* Client::PlanConnection(Dispatched* result) {
   UpstreamConn* target = pinned_ ? pinned_ : server_->pool().Shared(&shared_slot_);
   if (target == nullptr) {
     ReplyLocal(errors::UpstreamUnavailable(server_->upstream_address().text + ": " +
                                            server_->pool().unavailable_reason()));
-    return Dispatched::kDone;
+    *result = Dispatched::kDone;
+    return nullptr;
   }
   if (inflight_ > 0 && inflight_conn_ != target) {
     Pause(kPauseBarrier);
-    return Dispatched::kRetryLater;
+    *result = Dispatched::kRetryLater;
+    return nullptr;
   }
+  return target;
+}
+
+Pending* Client::NewPlanSlot(UpstreamConn* target) {
+  Pending* p = NewSlot();
+  replies_.push_back(p);
+  ++inflight_;
+  inflight_conn_ = target;
+  ++running_plans_;
+  return p;
+}
+
+Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {
+  Dispatched result = Dispatched::kDone;
+  UpstreamConn* target = PlanConnection(&result);
+  if (target == nullptr) return result;
   if (batch_members_ > 0 &&
       (batch_exists_ != exists || batch_key_ != request.key || batch_conn_ != target)) {
     Pause(kPausePlan);
     return Dispatched::kRetryLater;
   }
   BfBatch* batch = server_->OpenBatch(exists, request.key, target);
-  Pending* p = NewSlot();
+  Pending* p = NewPlanSlot(target);
   p->in_flight = true;
   p->batch_member = true;
-  replies_.push_back(p);
-  ++inflight_;
-  inflight_conn_ = target;
-  ++running_plans_;
   if (batch_members_++ == 0) {
     batch_exists_ = exists;
     batch_key_.assign(request.key);
@@ -829,22 +843,11 @@ Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exi
 }
 
 Client::Dispatched Client::StartPlan(std::unique_ptr<filters::Plan> plan) {
-  UpstreamConn* target = pinned_ ? pinned_ : server_->pool().Shared(&shared_slot_);
-  if (target == nullptr) {
-    ReplyLocal(errors::UpstreamUnavailable(server_->upstream_address().text + ": " +
-                                           server_->pool().unavailable_reason()));
-    return Dispatched::kDone;
-  }
-  if (inflight_ > 0 && inflight_conn_ != target) {
-    Pause(kPauseBarrier);
-    return Dispatched::kRetryLater;
-  }
-  Pending* p = NewSlot();
-  replies_.push_back(p);
-  ++inflight_;
-  inflight_conn_ = target;
-  ++running_plans_;
+  Dispatched result = Dispatched::kDone;
+  UpstreamConn* target = PlanConnection(&result);
+  if (target == nullptr) return result;
   // Later commands of this client wait for the plan (see Dispatch).
+  Pending* p = NewPlanSlot(target);
   PlanRunner::Run(server_, {p}, target, std::move(plan));
   return Dispatched::kDone;
 }

@@ -159,6 +159,11 @@ class Client {
   // command is not one of them.
   Dispatched HandleFilterCommand(const protocol::Command& cmd, std::string_view lower_name);
   Dispatched StartPlan(std::unique_ptr<filters::Plan> plan);
+  // The connection a plan of this client runs on; null when the client must wait or the
+  // upstream is unavailable (then *result says what Dispatch returns).
+  UpstreamConn* PlanConnection(Dispatched* result);
+  // A slot for a plan's reply, counted in flight on `target`.
+  Pending* NewPlanSlot(UpstreamConn* target);
   // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
   Dispatched JoinBatch(const filters::BfRequest& request, bool exists);
   // True when `cmd` would join the batch this client has open (so it need not wait for it).
