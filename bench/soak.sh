@@ -44,10 +44,11 @@ load_bf() {
     sleep 0.2
   done
 }
-load_passthrough 1 & track_pid $! "load P1"
-load_passthrough 16 & track_pid $! "load P16"
-load_bf proxy-add & track_pid $! "load BF.ADD"
-load_bf proxy-exists & track_pid $! "load BF.EXISTS"
+load_pids=()
+load_passthrough 1 & load_pids+=($!); track_pid $! "load P1"
+load_passthrough 16 & load_pids+=($!); track_pid $! "load P16"
+load_bf proxy-add & load_pids+=($!); track_pid $! "load BF.ADD"
+load_bf proxy-exists & load_pids+=($!); track_pid $! "load BF.EXISTS"
 
 log "soak for ${DURATION}s, RSS every ${SAMPLE}s"
 printf '| elapsed s | proxy RSS KiB | connections |\n|---:|---:|---:|\n'
@@ -60,7 +61,8 @@ while (( $(date +%s) < deadline )); do
   samples+=("$rss")
   printf '| %d | %d | %d |\n' "$(( $(date +%s) - start ))" "$rss" "$conns"
 done
-wait 2>/dev/null || true
+# The load loops end at the deadline (the servers, also children, keep running until cleanup).
+for pid in "${load_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 
 n=${#samples[@]}
 warm=$(( n / 5 > 0 ? n / 5 : 1 ))
