@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <sys/un.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -344,6 +345,28 @@ const Directive kDirectives[] = {
        return true;
      },
      [](const Options& o) { return ShowSecret(o.upstream_password); }},
+    {"upstream-password-file", 1, "PATH", "file whose first line is the upstream password",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       std::ifstream in(a[0]);
+       std::string line;
+       if (!in || !std::getline(in, line)) {
+         *e = "cannot read " + Quote(a[0]);
+         return false;
+       }
+       if (!line.empty() && line.back() == '\r') line.pop_back();
+       s->options->upstream_password_file = a[0];
+       s->options->upstream_password = line;
+       return true;
+     },
+     [](const Options& o) { return ShowString(o.upstream_password_file, "none"); }},
+    {"deny-command", 1, "NAME", "refuse this command (repeatable), e.g. FLUSHALL",
+     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
+       std::string name = a[0];
+       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+       s->options->denied_commands.push_back(name);
+       return true;
+     },
+     [](const Options& o) { return std::string(o.denied_commands.empty() ? "none" : "(set)"); }},
     {"upstream-connections", 1, "N", "shared, multiplexed upstream connections (1..64)",
      [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
        return ParseIntField(a[0], 1, 64, &s->options->upstream_connections, e);

@@ -55,6 +55,9 @@ struct Options {
   std::string upstream;
   std::string upstream_user;      // upstream-user; env BLOOMPROXY_UPSTREAM_USER
   std::string upstream_password;  // upstream-password; env BLOOMPROXY_UPSTREAM_PASSWORD
+  // upstream-password-file: the password read from this file (its first line), so that it need
+  // not be in the config, the environment or the process list.
+  std::string upstream_password_file;
   int upstream_connections = kDefaultUpstreamConnections;  // shared, multiplexed connections
   int pinned_pool_size = kDefaultPinnedPoolSize;           // idle pinned connections kept for reuse
   int connect_timeout_ms = kDefaultConnectTimeoutMs;
@@ -63,6 +66,9 @@ struct Options {
   // Clients.
   std::string requirepass;  // requirepass; env BLOOMPROXY_REQUIREPASS
   std::vector<User> users;  // user NAME PASSWORD (repeatable)
+  // deny-command NAME (repeatable): commands the proxy refuses, answered like a command Redis
+  // does not have (as redis.conf's rename-command NAME ""), e.g. FLUSHALL, CONFIG, DEBUG.
+  std::vector<std::string> denied_commands;
   int maxclients = kDefaultMaxClients;
   int timeout = 0;  // seconds a client may idle before it is closed; 0 = never
   int64_t proto_max_bulk_len = kDefaultProtoMaxBulkLen;

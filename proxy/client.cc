@@ -268,6 +268,11 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     ReplyLocal("+OK\r\n", /*close_after=*/true);
     return Dispatched::kStop;
   }
+  if (!server_->options().denied_commands.empty() && server_->Denied(name)) {
+    // As if renamed away in redis.conf: the command does not exist for clients.
+    ReplyLocal(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
+    return Dispatched::kDone;
+  }
   if (info != nullptr && info->route == Route::kCloseClient) {
     // Redis treats these as an HTTP request sent to a Redis port and closes silently.
     LOG_WARNING(

@@ -9,6 +9,7 @@
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "proxy/client.h"
+#include "proxy/log.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
@@ -117,6 +118,10 @@ Client::Dispatched Client::HandleAuth(const Command& cmd) {
     password = cmd.args[2];
   }
   if (!CheckUser(user, password)) {
+    // Logged for the operator; never with the password.
+    LOG_NOTICE("AUTH failed for user '%.*s' from %s (client id=%llu)",
+               static_cast<int>(std::min<size_t>(user.size(), 64)), user.data(), addr_.c_str(),
+               static_cast<unsigned long long>(id_));
     ReplyLocal(errors::kWrongPass);
     return Dispatched::kDone;
   }

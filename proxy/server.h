@@ -73,6 +73,13 @@ class Server {
   size_t client_count() const { return clients_.size(); }
   const std::unordered_map<uint64_t, Client*>& clients() const { return clients_; }
   std::string ProxySection() const;
+  // deny-command: refused commands (lower-case names).
+  bool Denied(std::string_view lower_name) const {
+    for (const std::string& d : options_.denied_commands) {
+      if (d == lower_name) return true;
+    }
+    return false;
+  }
   // BF.* emulation: on unless bf-mode is forward.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
   const filters::BfConfig& bf_config() const { return bf_config_; }

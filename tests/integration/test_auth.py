@@ -209,3 +209,43 @@ def test_proxy_and_upstream_passwords_together(proxy, upstream_with_password):
         assert c.command("AUTH", PASS) == b"OK"
         assert c.command("SET", "k", "v") == b"OK"
     assert upstream_with_password.client().get("k") == b"v"
+
+
+def test_upstream_password_from_file(proxy, upstream_with_password, tmp_path):
+    secret = tmp_path / "upstream.pw"
+    secret.write_text("upw\n")
+    p = proxy("--upstream-password-file", str(secret), upstream=upstream_with_password.address)
+    _exercise_all_connection_kinds(p, upstream_with_password.client())
+    # The password appears in neither the proxy's INFO nor its log.
+    with RawConn(p.port) as c:
+        info = c.command("INFO")
+        client_list = c.command("CLIENT", "LIST")
+    assert b"upw" not in info and b"upw" not in client_list
+    assert "upw" not in "\n".join(line for line in p.log().splitlines()
+                                 if not line.startswith("$ "))
+
+
+def test_failed_auth_is_logged_without_the_password(proxy):
+    p = proxy("--requirepass", "right-secret")
+    with RawConn(p.port) as c:
+        c.send(cmd("AUTH", "wrong-secret-xyz"))
+        assert c.read_reply_raw() == \
+            b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    # The fixture writes the command line ("$ bloomproxy ...") first; the rest is the proxy's.
+    log = "\n".join(line for line in p.log().splitlines() if not line.startswith("$ "))
+    assert "AUTH failed for user 'default'" in log
+    assert "wrong-secret-xyz" not in log and "right-secret" not in log
+
+
+def test_denied_commands_do_not_exist_for_clients(proxy, redis_instance):
+    p = proxy("--deny-command", "FLUSHALL", "--deny-command", "config")
+    payload = cmd("SET", "keep", "1") + cmd("FLUSHALL") + cmd("config", "get", "maxmemory") + \
+        cmd("GET", "keep")
+    replies = replies_of(p.port, payload, 4)
+    assert replies == [b"+OK\r\n",
+                       b"-ERR unknown command 'FLUSHALL', with args beginning with: \r\n",
+                       b"-ERR unknown command 'config', with args beginning with: 'get' "
+                       b"'maxmemory' \r\n",
+                       b"$1\r\n1\r\n"]
+    # Nothing reached the upstream: the key is still there.
+    assert redis_instance.client().get("keep") == b"1"

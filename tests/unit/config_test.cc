@@ -770,6 +770,8 @@ TEST(ConfigTest, ExampleConfigFile) {
                                 "logfile",
                                 "shutdown-timeout-ms",
                                 "threads",
+                                "upstream-password-file",
+                                "deny-command",
                                 "bf-mode",
                                 "bf-error-rate",
                                 "bf-initial-capacity",
