@@ -415,6 +415,16 @@ const Directive kDirectives[] = {
        return ParseMemory(a[0], kMb, &s->options->client_query_buffer_limit, e);
      },
      [](const Options& o) { return ShowMemory(o.client_query_buffer_limit); }},
+    {"client-output-pause", 1, "SIZE", "stop reading a client with this much output",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseMemory(a[0], kMb, &s->options->client_output_pause, e);
+     },
+     [](const Options& o) { return ShowMemory(o.client_output_pause); }},
+    {"client-output-limit-pubsub", 1, "SIZE", "disconnect a pub/sub client past this output",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseMemory(a[0], kMb, &s->options->client_output_limit_pubsub, e);
+     },
+     [](const Options& o) { return ShowMemory(o.client_output_limit_pubsub); }},
     {"loglevel", 1, "LEVEL", "debug, verbose, notice or warning",
      [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
        if (!ParseLogLevel(a[0], &s->options->loglevel)) {

@@ -73,6 +73,12 @@ struct Options {
   int timeout = 0;  // seconds a client may idle before it is closed; 0 = never
   int64_t proto_max_bulk_len = kDefaultProtoMaxBulkLen;
   int64_t client_query_buffer_limit = kDefaultClientQueryBufferLimit;
+  // Output buffers, as Redis's client-output-buffer-limit: a client whose unsent replies pass
+  // client-output-pause stops being read from until they drain to half (so a client that does
+  // not read cannot make the proxy buffer without bound); a pub/sub client whose unsent
+  // messages pass client-output-limit-pubsub is disconnected (Redis's default hard limit).
+  int64_t client_output_pause = 64LL * 1024 * 1024;
+  int64_t client_output_limit_pubsub = 32LL * 1024 * 1024;
 
   // Bloom filters (BF.*).
   BfMode bf_mode = BfMode::kEmulate;

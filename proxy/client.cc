@@ -26,7 +26,6 @@ constexpr size_t kReadChunk = 16 * 1024;
 // keep flowing meanwhile, so a client that writes a long pipeline before reading cannot
 // deadlock against the proxy.
 constexpr size_t kMaxInFlight = 8192;
-constexpr size_t kResumeInFlight = kMaxInFlight / 2;
 
 // Lower-cases `s` into `buf` (size n); returns the view, empty if it does not fit.
 std::string_view Lower(std::string_view s, char* buf, size_t n) {
@@ -471,7 +470,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     protocol::AppendCommand(&scratch, cmd.args);
     target->Send(scratch, p);
   }
-  if (inflight_ >= kMaxInFlight) {
+  if (inflight_ >= MaxInFlight()) {
     Pause(kPauseBackpressure);
     return Dispatched::kStop;
   }
@@ -521,6 +520,17 @@ Pending* Client::NewSlot() {
 void Client::Append(std::string_view bytes) {
   out_.pending().append(bytes);
   MarkDirty();
+  const size_t size = out_.size();
+  const conf::Options& o = server_->options();
+  if (in_pubsub() && size > static_cast<size_t>(o.client_output_limit_pubsub)) {
+    if (!close_asap_) {
+      LOG_WARNING("Client id=%llu addr=%s closed for overcoming of output buffer limits.",
+                  static_cast<unsigned long long>(id_), addr_.c_str());
+    }
+    close_asap_ = true;  // closed by Flush, outside whatever is delivering now
+  } else if (size > static_cast<size_t>(o.client_output_pause) && (paused_ & kPauseOutput) == 0) {
+    Pause(kPauseOutput);
+  }
 }
 
 void Client::ReplyLocal(std::string_view bytes, bool close_after) {
@@ -554,7 +564,17 @@ void Client::DeliverHead() {
   }
 }
 
+size_t Client::MaxInFlight() const {
+  // Replies of commands in flight land in the output buffer whether or not the client reads:
+  // with big replies, fewer commands go upstream at once, so that the buffered replies stay
+  // near client-output-pause.
+  const size_t by_size =
+      static_cast<size_t>(server_->options().client_output_pause) / std::max<size_t>(avg_reply_, 1);
+  return std::clamp<size_t>(by_size, 16, kMaxInFlight);
+}
+
 bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view frame) {
+  avg_reply_ = avg_reply_ - avg_reply_ / 8 + frame.size() / 8;
   const bool is_error = !frame.empty() && frame[0] == '-';
   if (slot->hook != Hook::kNone && slot->client != nullptr) ApplyHook(slot, frame);
   if (!slot->suppress) {
@@ -590,7 +610,9 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
     MaybeReleasePin();
     if (paused_ & kPauseBarrier) Resume(kPauseBarrier);
   }
-  if ((paused_ & kPauseBackpressure) && inflight_ <= kResumeInFlight) Resume(kPauseBackpressure);
+  if ((paused_ & kPauseBackpressure) && inflight_ <= MaxInFlight() / 2) {
+    Resume(kPauseBackpressure);
+  }
   (void)conn;
   return true;
 }
@@ -893,6 +915,10 @@ void Client::MarkDirty() {
 void Client::Flush() {
   flush_queued_ = false;
   if (closing_) return;
+  if (close_asap_) {
+    Close();
+    return;
+  }
   int rc = out_.Flush(stream(), &write_req_, OnWrite);
   if (rc != 0) {
     Close();
@@ -910,6 +936,10 @@ void Client::OnWrite(uv_write_t* req, int status) {
   }
   self->last_interaction_ms_ = self->server_->NowMs();
   self->Flush();
+  if ((self->paused_ & kPauseOutput) && !self->closing_ &&
+      self->out_.size() <= static_cast<size_t>(self->server_->options().client_output_pause / 2)) {
+    self->Resume(kPauseOutput);
+  }
 }
 
 void Client::Pause(uint8_t reason) {

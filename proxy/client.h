@@ -132,6 +132,7 @@ class Client {
   static constexpr uint8_t kPauseBackpressure = 2;  // too many commands upstream
   static constexpr uint8_t kPauseClosing = 4;       // QUIT, protocol error or shutdown
   static constexpr uint8_t kPausePlan = 8;          // a plan runs: its steps come first
+  static constexpr uint8_t kPauseOutput = 16;       // too much output the client has not read
 
   enum class Dispatched {
     kDone,        // handled (forwarded or answered)
@@ -143,6 +144,8 @@ class Client {
   void ProcessInput();
   void ProcessCommands();
   std::string AddBfCommands(Hook hook, std::string_view frame);
+  // How many commands of this client may be upstream at once.
+  size_t MaxInFlight() const;
   std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
   Dispatched Dispatch(const protocol::Command& cmd);
   Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
@@ -248,6 +251,9 @@ class Client {
   bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
   bool flush_queued_ = false;
   bool processing_ = false;
+  bool close_asap_ = false;
+  size_t avg_reply_ = 64;  // moving average of this client's reply sizes (bytes)  // past the
+                           // pub/sub output limit: closed at the next flush
   int running_plans_ = 0;  // plans and batch members of this client not yet answered
   int batch_members_ = 0;  // of which batch members
   // The batches the running members are in: same kind, filter and connection (a client's

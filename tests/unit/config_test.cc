@@ -772,6 +772,8 @@ TEST(ConfigTest, ExampleConfigFile) {
                                 "threads",
                                 "upstream-password-file",
                                 "deny-command",
+                                "client-output-pause",
+                                "client-output-limit-pubsub",
                                 "bf-mode",
                                 "bf-error-rate",
                                 "bf-initial-capacity",

@@ -1,0 +1,60 @@
+"""Output buffer limits, as Redis's client-output-buffer-limit: a pub/sub client that does not
+read its messages is disconnected past client-output-limit-pubsub, and a client that does not
+read its replies stops being read from past client-output-pause; the proxy's memory stays
+bounded and other clients are served meanwhile."""
+
+import socket
+import time
+
+from bp_helpers import RawConn, encode_command as cmd
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_pubsub_client_past_its_output_limit_is_disconnected(proxy):
+    p = proxy("--client-output-limit-pubsub", "4mb")
+    sub = socket.create_connection(("127.0.0.1", p.port))
+    sub.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sub.sendall(cmd("SUBSCRIBE", "flood"))
+    time.sleep(0.3)  # the subscription is in place; from now on the subscriber reads nothing
+    message = "x" * 100_000
+    with RawConn(p.port, timeout=10) as pub, RawConn(p.port, timeout=10) as other:
+        receivers = 1
+        for i in range(300):  # 30 MB of messages, far past the 4 MB limit
+            receivers = pub.command("PUBLISH", "flood", message)
+            if receivers == 0:
+                break
+        # The subscriber was dropped: nobody receives any more.
+        assert receivers == 0, "the subscriber that does not read was not disconnected"
+        assert rss_kb(p.process.pid) < 64 * 1024
+        assert other.command("PING") == b"PONG"
+    sub.close()
+
+
+def test_client_that_does_not_read_stops_being_read(proxy, redis_instance):
+    p = proxy("--client-output-pause", "8mb")
+    redis_instance.client().set("big", b"v" * 200_000)
+    slow = socket.create_connection(("127.0.0.1", p.port))
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.setblocking(False)
+    request = cmd("GET", "big") * 100
+    sent = 0
+    deadline = time.time() + 5
+    while time.time() < deadline and sent < 2_000 * len(cmd("GET", "big")):
+        try:
+            sent += slow.send(request)  # 400 MB of replies asked for, none read
+        except BlockingIOError:
+            time.sleep(0.05)
+    time.sleep(0.5)
+    # Far less than the 400 MB asked for is buffered: reading stopped.
+    assert rss_kb(p.process.pid) < 300 * 1024
+    with RawConn(p.port, timeout=10) as other:
+        assert other.command("SET", "k", "v") == b"OK"
+        assert other.command("GET", "k") == b"v"
+    slow.close()
