@@ -387,6 +387,11 @@ const Directive kDirectives[] = {
        return ParseIntField(a[0], 1, INT_MAX, &s->options->reconnect_max_ms, e);
      },
      [](const Options& o) { return std::to_string(o.reconnect_max_ms); }},
+    {"upstream-timeout-ms", 1, "MS", "fail stalled upstream requests; 0 = never",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       return ParseIntField(a[0], 0, INT_MAX, &s->options->upstream_timeout_ms, e);
+     },
+     [](const Options& o) { return std::to_string(o.upstream_timeout_ms); }},
     {"requirepass", 1, "PASS", "clients' password for user 'default'",
      [](const std::vector<std::string>& a, SourceState* s, std::string*) {
        s->options->requirepass = a[0];

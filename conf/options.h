@@ -62,6 +62,9 @@ struct Options {
   int pinned_pool_size = kDefaultPinnedPoolSize;           // idle pinned connections kept for reuse
   int connect_timeout_ms = kDefaultConnectTimeoutMs;
   int reconnect_max_ms = kDefaultReconnectMaxMs;  // cap of the reconnect backoff
+  // A shared upstream connection whose oldest request waits longer than this is closed (its
+  // requests get errors) and replaced; 0 = never.
+  int upstream_timeout_ms = 5000;
 
   // Clients.
   std::string requirepass;  // requirepass; env BLOOMPROXY_REQUIREPASS

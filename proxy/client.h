@@ -62,6 +62,7 @@ struct Pending {
   bool close_after = false;    // close the connection once this reply is written
   bool suppress = false;       // CLIENT REPLY OFF/SKIP: the reply is not written
   uint8_t sub_kind = 0;        // kSubscribe: 0 channel, 1 pattern, 2 shard
+  uint64_t sent_ms = 0;        // when its request went upstream (loop time)
   bool subscribe = false;      // a (P|S)SUBSCRIBE: the client enters pub/sub mode
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
   bool batch_member = false;   // a command answered by a batch plan

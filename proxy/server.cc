@@ -119,6 +119,12 @@ bool Server::Start() {
   uv_timer_start(&cron_, OnCron, kCronMs, kCronMs);
   uv_timer_init(&loop_, &shutdown_timer_);
   shutdown_timer_.data = this;
+  uv_timer_init(&loop_, &upstream_timer_);
+  upstream_timer_.data = this;
+  if (options_.upstream_timeout_ms > 0) {
+    const uint64_t every = std::clamp<uint64_t>(options_.upstream_timeout_ms / 10, 10, 1000);
+    uv_timer_start(&upstream_timer_, OnUpstreamTimer, every, every);
+  }
   uv_signal_init(&loop_, &sigint_);
   uv_signal_init(&loop_, &sigterm_);
   sigint_.data = sigterm_.data = this;
@@ -250,6 +256,12 @@ void Server::OnCron(uv_timer_t* t) {
   }
 }
 
+void Server::OnUpstreamTimer(uv_timer_t* t) {
+  auto* self = static_cast<Server*>(t->data);
+  self->pool_->CheckTimeouts(self->NowMs(),
+                             static_cast<uint64_t>(self->options_.upstream_timeout_ms));
+}
+
 void Server::OnSignal(uv_signal_t* h, int signum) {
   auto* self = static_cast<Server*>(h->data);
   if (self->shutting_down_) {
@@ -297,6 +309,7 @@ void Server::MaybeFinishShutdown() {
   uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&cron_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&shutdown_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&upstream_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
   LOG_NOTICE("bloomproxy is now ready to exit, bye bye...");

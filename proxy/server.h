@@ -101,6 +101,7 @@ class Server {
   static void OnConnection(uv_stream_t* listener, int status);
   static void OnCheck(uv_check_t* h);
   static void OnCron(uv_timer_t* t);
+  static void OnUpstreamTimer(uv_timer_t* t);
   static void OnShutdownTimeout(uv_timer_t* t);
   static void OnSignal(uv_signal_t* h, int signum);
 
@@ -124,6 +125,7 @@ class Server {
   uv_check_t check_;
   uv_timer_t cron_;
   uv_timer_t shutdown_timer_;
+  uv_timer_t upstream_timer_;  // checks for stalled upstream requests
   uv_signal_t sigint_, sigterm_;
 
   std::unordered_map<uint64_t, Client*> clients_;

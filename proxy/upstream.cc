@@ -197,6 +197,7 @@ void UpstreamConn::Send(std::string_view request_bytes, Pending* slot) {
   out_.pending().append(request_bytes);
   if (slot != nullptr) {
     slot->in_flight = true;
+    slot->sent_ms = server_->NowMs();
     inflight_.push_back(slot);
   }
   if (state_ == State::kReady) server_->QueueFlush(this);
@@ -207,6 +208,7 @@ void UpstreamConn::Send(std::string&& request_bytes, Pending* slot) {
     out_.pending().swap(request_bytes);
     if (slot != nullptr) {
       slot->in_flight = true;
+      slot->sent_ms = server_->NowMs();
       inflight_.push_back(slot);
     }
     if (state_ == State::kReady) server_->QueueFlush(this);
@@ -461,6 +463,17 @@ void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
     }
     uv_timer_start(&slot->timer, OnReconnect, static_cast<uint64_t>(slot->backoff_ms), 0);
     return;
+  }
+}
+
+void UpstreamPool::CheckTimeouts(uint64_t now, uint64_t timeout_ms) {
+  // A shared connection whose oldest request has waited too long is stalled (the upstream is
+  // stopped, or a network path is black-holed): it fails, every request on it gets an error,
+  // and a new connection is made. Pinned connections are exempt: a BLPOP may wait for ever.
+  for (auto& slot : slots_) {
+    UpstreamConn* c = slot->conn;
+    if (c == nullptr || c->inflight_.empty()) continue;
+    if (now - c->inflight_.front()->sent_ms > timeout_ms) c->Close("command timeout");
   }
 }
 

@@ -151,6 +151,9 @@ class UpstreamPool {
   // Called by a connection when it closes (any reason).
   void OnConnClosed(UpstreamConn* conn);
 
+  // Closes shared connections whose oldest request is older than `timeout_ms`.
+  void CheckTimeouts(uint64_t now, uint64_t timeout_ms);
+
   // Why the upstream is unavailable, for error replies.
   std::string unavailable_reason() const;
 

@@ -6,7 +6,9 @@
 //   bit 7     tiny limits, so the "too big" and length limits are reachable by short inputs
 // The rest is what a client sends. It is parsed twice, whole and in chunks, like a caller that
 // drains every complete command after each read, and the two must agree. Along the way every
-// call's result is checked against the parser's contract (see CheckCommand).
+// call's result is checked against the parser's contract (see CheckCommand), and every command,
+// inline or multibulk, is re-encoded with protocol::AppendCommand and re-parsed: it must come
+// back with the same arguments (see CheckReencoded).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/encoder.h"
 #include "protocol/request_parser.h"
 
 namespace {
@@ -63,6 +66,43 @@ std::string Encode(const std::vector<std::string_view>& args) {
   return out;
 }
 
+// Parses `bytes` with a fresh parser from a fresh allocation of exactly its size (so ASan sees a
+// read past its end) and checks that it is exactly one complete command.
+void ParseOne(const std::string& bytes, const ParserLimits& limits, bool authenticated,
+              const std::vector<std::string_view>& want) {
+  std::unique_ptr<char[]> copy(new char[bytes.size()]);
+  std::memcpy(copy.get(), bytes.data(), bytes.size());
+  const std::string_view input(copy.get(), bytes.size());
+  RequestParser parser(limits);
+  Command cmd;
+  size_t consumed = 0;
+  FUZZ_CHECK(parser.Parse(input, authenticated, &consumed, &cmd) == ParseStatus::kOk);
+  FUZZ_CHECK(consumed == input.size());
+  FUZZ_CHECK(!cmd.is_inline);
+  FUZZ_CHECK(cmd.args == want);
+  // Canonical multibulk: forwarded as it came.
+  FUZZ_CHECK(cmd.raw.data() == input.data());
+  FUZZ_CHECK(cmd.raw.size() == input.size());
+}
+
+// Decoded commands re-encoded and re-parsed must match: the proxy forwards inline commands (and
+// non-canonical multibulk) re-encoded with AppendCommand, and Redis must see the same arguments.
+// AppendCommand must also agree with this file's own encoder. A multibulk command fits the
+// limits it came in under, so it is re-parsed under them. An inline one may not: its words are
+// not held to the unauthenticated multibulk and bulk limits, and a line that arrives whole may
+// be longer than max_inline_len (as in Redis), so it is re-parsed as Redis would parse what the
+// proxy forwards: authenticated, default limits.
+void CheckReencoded(const Command& cmd, const ParserLimits& limits, bool authenticated) {
+  std::string encoded;
+  bloomproxy::protocol::AppendCommand(&encoded, cmd.args);
+  FUZZ_CHECK(encoded == Encode(cmd.args));
+  if (cmd.is_inline) {
+    ParseOne(encoded, ParserLimits(), true, cmd.args);
+  } else {
+    ParseOne(encoded, limits, authenticated, cmd.args);
+  }
+}
+
 bool Within(std::string_view inner, const char* begin, size_t size) {
   return inner.data() >= begin && inner.data() + inner.size() <= begin + size;
 }
@@ -78,6 +118,7 @@ void CheckCommand(const Command& cmd, std::string_view input, size_t consumed,
     for (const std::string& s : cmd.owned) ok = ok || Within(arg, s.data(), s.size());
     FUZZ_CHECK(ok);
   }
+  CheckReencoded(cmd, limits, authenticated);
   if (cmd.is_inline) {
     FUZZ_CHECK(cmd.raw.empty());
     return;

@@ -246,3 +246,26 @@ def test_upstream_password_is_sent_again_after_restart(proxy, redis_factory):
         assert [c.read_reply_raw() for _ in range(3)] == [b"+OK\r\n", b"+QUEUED\r\n",
                                                           b"*1\r\n:3\r\n"]
     assert upstream.client().get("k") == b"3"
+
+
+def test_stalled_upstream_times_out_and_recovers(proxy, redis_instance):
+    """An upstream that stops answering (SIGSTOP) fails the requests waiting on it after
+    upstream-timeout-ms instead of hanging them, and service resumes when it answers again."""
+    import os
+    import signal
+
+    p = proxy("--upstream-timeout-ms", "500")
+    with RawConn(p.port, timeout=10) as c:
+        assert c.command("SET", "stall", "1") == b"OK"
+        os.kill(redis_instance.proc.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            c.send(cmd("GET", "stall"))
+            reply = c.read_reply_raw()
+            waited = time.monotonic() - t0
+            assert reply.startswith(b"-ERR upstream unavailable"), reply
+            assert b"command timeout" in reply, reply
+            assert waited < 3, waited
+        finally:
+            os.kill(redis_instance.proc.pid, signal.SIGCONT)
+        wait_until(lambda: c.command("GET", "stall") == b"1", timeout=10)

@@ -773,6 +773,7 @@ TEST(ConfigTest, ExampleConfigFile) {
                                 "upstream-password-file",
                                 "deny-command",
                                 "client-output-pause",
+                                "upstream-timeout-ms",
                                 "client-output-limit-pubsub",
                                 "bf-mode",
                                 "bf-error-rate",
