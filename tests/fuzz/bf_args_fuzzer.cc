@@ -211,7 +211,11 @@ void Check(const std::vector<std::string_view>& args, const std::string& error,
   FUZZ_CHECK(argc >= 2);
   FUZZ_CHECK(Same(req.key, args[1]));
   for (std::string_view item : req.items) FUZZ_CHECK(Within(item, args));
-  if (!req.data.empty()) FUZZ_CHECK(Within(req.data, args));
+  if (req.command == BfCommand::kLoadChunk) {
+    FUZZ_CHECK(Within(req.data, args));
+  } else {
+    FUZZ_CHECK(req.data.empty());
+  }
 
   // RedisBloom's bounds.
   FUZZ_CHECK(req.error_rate > 0 && req.error_rate < 1);
