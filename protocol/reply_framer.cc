@@ -5,6 +5,12 @@
 #include "protocol/request_parser.h"
 
 namespace bloomproxy::protocol {
+namespace {
+
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+constexpr int64_t kMaxBulk = int64_t{4} << 30;
+
+}  // namespace
 
 void ReplyFramer::Reset() {
   pos_ = 0;
@@ -40,6 +46,13 @@ FrameStatus ReplyFramer::Next(std::string_view input, size_t* length) {
         !StringToInt64(std::string_view(line + 1, static_cast<size_t>(end - line - 1)), &n) ||
         n < -1) {
       error_ = std::string("bad reply type or length: '") + type + "'";
+      return FrameStatus::kError;
+    }
+    // A reply claiming more elements or bytes than any Redis can send is not trusted: the
+    // counter must not overflow, and a bulk is at most a Redis string (512 MB by default,
+    // configurable; 4 GB here).
+    if ((type == '*' && n > kMaxElements - owed_) || (type == '$' && n > kMaxBulk)) {
+      error_ = std::string("reply length out of range: '") + type + "'";
       return FrameStatus::kError;
     }
     if (type == '*') {

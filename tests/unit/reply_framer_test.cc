@@ -103,8 +103,9 @@ TEST(ReplyFramer, IncompleteNeedsMore) {
 }
 
 TEST(ReplyFramer, RejectsWhatIsNotResp2) {
-  for (const char* bad : {"!x\r\n", "$abc\r\n", "$-2\r\n", "*-5\r\n", "$3\r\nfooXY", "+OK\rX",
-                          "$01\r\nx\r\n", "%1\r\n"}) {
+  for (const char* bad :
+       {"!x\r\n", "$abc\r\n", "$-2\r\n", "*-5\r\n", "$3\r\nfooXY", "+OK\rX", "$01\r\nx\r\n",
+        "%1\r\n", "*922\r\n*9223372036854775806\r\n", "$9223372036854775807\r\n"}) {
     ReplyFramer framer;
     size_t len = 0;
     EXPECT_EQ(framer.Next(bad, &len), FrameStatus::kError) << bad;
