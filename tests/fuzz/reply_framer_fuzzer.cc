@@ -71,6 +71,10 @@ struct Model {
 Model Scan(std::string_view in) {
   Model m;
   std::vector<int64_t> open;  // values still owed by each open array, innermost last
+  // The framer's bounds: at most 2^40 values owed in all, bulks of at most 4 GB.
+  constexpr int64_t kMaxElements = int64_t{1} << 40;
+  constexpr int64_t kMaxBulk = int64_t{4} << 30;
+  int64_t owed = 1;  // values still owed in all (the framer's single counter)
   size_t pos = 0;
   while (true) {
     const size_t cr = in.find('\r', pos);
@@ -90,18 +94,21 @@ Model Scan(std::string_view in) {
       case '+':
       case '-':
         pos = next;
+        --owed;
         break;
       case ':':
         if (!StringToInt64(line.substr(1), &n)) m.integers_ok = false;
         pos = next;
+        --owed;
         break;
       case '$':
-        if (!StringToInt64(line.substr(1), &n) || n < -1) {
+        if (!StringToInt64(line.substr(1), &n) || n < -1 || n > kMaxBulk) {
           m.status = FrameStatus::kError;
           return m;
         }
         if (n == -1) {
           pos = next;
+          --owed;
           break;
         }
         if (in.size() - next < static_cast<uint64_t>(n) + 2) {
@@ -113,12 +120,14 @@ Model Scan(std::string_view in) {
           return m;
         }
         pos = next + static_cast<size_t>(n) + 2;
+        --owed;
         break;
       case '*':
-        if (!StringToInt64(line.substr(1), &n) || n < -1) {
+        if (!StringToInt64(line.substr(1), &n) || n < -1 || n > kMaxElements - owed) {
           m.status = FrameStatus::kError;
           return m;
         }
+        owed += (n > 0 ? n : 0) - 1;  // the array takes its own place, owes its elements
         m.max_array_level = std::max(m.max_array_level, level);
         if (n > 0) m.max_count = std::max(m.max_count, static_cast<uint64_t>(n));
         pos = next;
