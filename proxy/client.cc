@@ -565,16 +565,19 @@ void Client::DeliverHead() {
 }
 
 size_t Client::MaxInFlight() const {
-  // Replies of commands in flight land in the output buffer whether or not the client reads:
-  // with big replies, fewer commands go upstream at once, so that the buffered replies stay
-  // near client-output-pause.
-  const size_t by_size =
-      static_cast<size_t>(server_->options().client_output_pause) / std::max<size_t>(avg_reply_, 1);
-  return std::clamp<size_t>(by_size, 16, kMaxInFlight);
+  // Replies of commands in flight land in the output buffer whether or not the client reads,
+  // and their sizes are unknown until they arrive. So a new client starts with a small window
+  // that grows by one per reply (a pipeline of small replies soon runs at kMaxInFlight), and
+  // with big replies fewer commands go upstream at once, sized by the largest recent reply,
+  // so that the buffered replies stay near client-output-pause.
+  const size_t by_size = static_cast<size_t>(server_->options().client_output_pause) /
+                         std::max<size_t>(reply_peak_, 1);
+  return std::clamp<size_t>(by_size, 16, window_);
 }
 
 bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view frame) {
-  avg_reply_ = avg_reply_ - avg_reply_ / 8 + frame.size() / 8;
+  reply_peak_ = std::max(frame.size(), reply_peak_ - reply_peak_ / 64);
+  if (window_ < kMaxInFlight) ++window_;
   const bool is_error = !frame.empty() && frame[0] == '-';
   if (slot->hook != Hook::kNone && slot->client != nullptr) ApplyHook(slot, frame);
   if (!slot->suppress) {

@@ -252,9 +252,11 @@ class Client {
   bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
   bool flush_queued_ = false;
   bool processing_ = false;
-  bool close_asap_ = false;
-  size_t avg_reply_ = 64;  // moving average of this client's reply sizes (bytes)  // past the
-                           // pub/sub output limit: closed at the next flush
+  bool close_asap_ = false;  // past the pub/sub output limit: closed at the next flush
+  // Bound on the replies in flight (see MaxInFlight): the largest recent reply (bytes, decays
+  // slowly) and a window that starts small and grows with every reply received.
+  size_t reply_peak_ = 64;
+  size_t window_ = 64;
   int running_plans_ = 0;  // plans and batch members of this client not yet answered
   int batch_members_ = 0;  // of which batch members
   // The batches the running members are in: same kind, filter and connection (a client's
