@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -247,7 +248,7 @@ using ShowFn = std::string (*)(const Options& options);
 
 struct Directive {
   const char* name;
-  int argc;              // arguments after the name, in the config file
+  int argc;              // arguments after the name, in the config file; -n: at least n
   const char* arg_help;  // the flag's argument, for Usage()
   const char* help;      // one line, for Usage()
   ApplyFn apply;
@@ -270,15 +271,34 @@ bool ApplyUser(const std::vector<std::string>& args, SourceState* state, std::st
       return false;
     }
   }
+  std::vector<std::string> rules;
+  for (size_t i = 2; i < args.size(); ++i) {
+    std::string rule = args[i];
+    for (char& c : rule) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (rule == "allcommands") rule = "+@all";
+    if (rule == "nocommands") rule = "-@all";
+    if (rule.size() < 2 || (rule[0] != '+' && rule[0] != '-')) {
+      *error = "unsupported rule " + Quote(args[i]) +
+               " (expected +COMMAND, -COMMAND, +COMMAND|SUBCOMMAND, +@all, -@all, allcommands "
+               "or nocommands)";
+      return false;
+    }
+    if (rule[1] == '@' && rule.compare(1, std::string::npos, "@all") != 0) {
+      *error = "unsupported rule " + Quote(args[i]) + " (the only category is @all)";
+      return false;
+    }
+    rules.push_back(std::move(rule));
+  }
   state->users.push_back(name);
   // A later source overrides an earlier one's user of the same name.
   for (User& user : state->options->users) {
     if (user.name == name) {
       user.password = args[1];
+      user.rules = std::move(rules);
       return true;
     }
   }
-  state->options->users.push_back(User{name, args[1]});
+  state->options->users.push_back(User{name, args[1], std::move(rules)});
   return true;
 }
 
@@ -398,7 +418,7 @@ const Directive kDirectives[] = {
        return true;
      },
      [](const Options& o) { return ShowSecret(o.requirepass); }},
-    {"user", 2, "NAME:PASS", "a user clients may AUTH as (repeatable)", ApplyUser,
+    {"user", -2, "NAME:PASS", "a user clients may AUTH as (repeatable)", ApplyUser,
      [](const Options& o) { return std::string(o.users.empty() ? "none" : "(set)"); }},
     {"maxclients", 1, "N", "most client connections at once",
      [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
@@ -636,9 +656,10 @@ void ParseText(std::string_view text, std::string_view source_name, SourceState*
       continue;
     }
     int given = static_cast<int>(args.size()) - 1;
-    if (given != directive->argc) {
+    if (directive->argc >= 0 ? given != directive->argc : given < -directive->argc) {
       errors->push_back(where + "wrong number of arguments for '" + directive->name +
-                        "' (expected " + std::to_string(directive->argc) + ", got " +
+                        "' (expected " + (directive->argc < 0 ? "at least " : "") +
+                        std::to_string(std::abs(directive->argc)) + ", got " +
                         std::to_string(given) + ")");
       continue;
     }
@@ -660,7 +681,7 @@ void ApplyFlag(const Flag& flag, SourceState* state, std::vector<std::string>* e
   const Directive& d = *flag.directive;
   std::string prefix = std::string("--") + d.name + ": ";
   std::vector<std::string> args;
-  if (d.argc == 2) {
+  if (d.argc == -2) {
     // Only `user`: NAME:PASSWORD, split at the first ':' (a password may contain ':'). The
     // value is never echoed: it holds a password.
     size_t colon = flag.value.find(':');

@@ -36,11 +36,17 @@ enum class BfMode {
   kForward,  // passed to the upstream unchanged (a server with the RedisBloom module)
 };
 
-// One user a client may AUTH as (directive `user NAME PASSWORD`). `requirepass` is the
-// password of the user "default".
+// One user a client may AUTH as (directive `user NAME PASSWORD [RULE ...]`). `requirepass` is
+// the password of the user "default", who may run every command.
 struct User {
   std::string name;
   std::string password;
+  // The commands the user may run, as Redis ACL rules applied in order, lower case: "+@all",
+  // "-@all", "+get", "-flushall", "+config|get", "-config|set" ("allcommands" and "nocommands"
+  // are stored as "+@all" and "-@all"). Empty: every command. With rules, the user starts with
+  // no commands, as a new Redis ACL user does. Command names are checked by the proxy, which
+  // knows the command table (proxy/acl.h).
+  std::vector<std::string> rules;
 };
 
 struct Options {

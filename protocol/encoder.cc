@@ -84,6 +84,15 @@ std::string UnknownSubcommand(std::string_view command, std::string_view sub) {
   return out;
 }
 
+std::string NoPermission(std::string_view full_name) {
+  std::string text = "NOPERM this user has no permissions to run the '";
+  text.append(full_name);
+  text += "' command";
+  std::string out;
+  AppendError(&out, text);
+  return out;
+}
+
 std::string UpstreamUnavailable(std::string_view reason) {
   std::string out(kUpstreamUnavailablePrefix);
   out += " (";

@@ -43,6 +43,9 @@ std::string WrongArity(std::string_view command);
 std::string UnknownCommand(std::string_view command, const std::string_view* args, size_t nargs);
 // Redis's "unknown subcommand '%.128s'. Try %s HELP."
 std::string UnknownSubcommand(std::string_view command, std::string_view sub);
+// Redis's ACL refusal: "-NOPERM this user has no permissions to run the '%s' command", with the
+// command's lower-case full name ("flushall", "config|set").
+std::string NoPermission(std::string_view full_name);
 // "-ERR upstream unavailable (reason)\r\n".
 std::string UpstreamUnavailable(std::string_view reason);
 

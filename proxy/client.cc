@@ -241,6 +241,35 @@ void Client::ReplyProtocolError(const std::string& error) {
   ReplyLocal(reply, /*close_after=*/true);
 }
 
+bool Client::RejectMalformed(const Command& cmd, const protocol::CommandInfo& info,
+                             const protocol::CommandInfo* sub) {
+  if ((info.flags & protocol::kFlagContainer) && cmd.args.size() > 1 && sub == nullptr) {
+    Refuse(errors::UnknownSubcommand(cmd.args[0], cmd.args[1]));
+    return true;
+  }
+  const protocol::CommandInfo& checked = sub ? *sub : info;
+  if (!protocol::ArityOk(checked, cmd.args.size())) {
+    Refuse(errors::WrongArity(sub ? sub->name : cmd.args[0]));
+    return true;
+  }
+  return false;
+}
+
+void Client::Refuse(std::string_view error) {
+  ReplyLocal(error);
+  if (!in_multi_ || pinned_ == nullptr) return;
+  // Redis flags the transaction of a client whose command it rejects, so that EXEC answers
+  // EXECABORT. The upstream queued the transaction, so it must reject a command too: one it
+  // cannot know, whose reply is dropped (the client has the proxy's).
+  static constexpr std::string_view kUnknown = "*1\r\n$18\r\nbloomproxy-refused\r\n";
+  Pending* p = NewSlot();
+  p->suppress = true;
+  replies_.push_back(p);
+  ++inflight_;
+  inflight_conn_ = pinned_;
+  pinned_->Send(kUnknown, p);
+}
+
 Client::Dispatched Client::Dispatch(const Command& cmd) {
   if (cmd.args.empty()) return Dispatched::kDone;
   if (running_plans_ > 0 && !JoinsRunningBatches(cmd)) {
@@ -269,7 +298,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   }
   if (!server_->options().denied_commands.empty() && server_->Denied(name)) {
     // As if renamed away in redis.conf: the command does not exist for clients.
-    ReplyLocal(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
+    Refuse(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
     return Dispatched::kDone;
   }
   if (info != nullptr && info->route == Route::kCloseClient) {
@@ -291,17 +320,30 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
       ReplyLocal(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
       return Dispatched::kDone;
     }
-    if ((info->flags & protocol::kFlagContainer) && cmd.args.size() > 1 && sub == nullptr) {
-      ReplyLocal(errors::UnknownSubcommand(cmd.args[0], cmd.args[1]));
-      return Dispatched::kDone;
-    }
-    const protocol::CommandInfo& checked = sub ? *sub : *info;
-    if (!protocol::ArityOk(checked, cmd.args.size())) {
-      ReplyLocal(errors::WrongArity(sub ? sub->name : cmd.args[0]));
-      return Dispatched::kDone;
-    }
+    if (RejectMalformed(cmd, *info, sub)) return Dispatched::kDone;
     if ((info->flags & protocol::kFlagNoAuth) == 0) {
       ReplyLocal(errors::kNoAuth);
+      return Dispatched::kDone;
+    }
+  } else if (acl_ != nullptr && (info == nullptr || (info->flags & protocol::kFlagNoAuth) == 0)) {
+    // The user's command rules, checked where Redis checks ACLs: after existence, arity and
+    // authentication. AUTH, HELLO, RESET and QUIT are always allowed, as in Redis.
+    std::string lower;
+    std::string_view full = sub ? sub->name : name;
+    if (full.empty()) {
+      lower.assign(cmd.args[0]);
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      full = lower;
+    }
+    if (!acl_->Allows(full)) {
+      filters::BfCommand bf;
+      if (info == nullptr && full.find('.') == std::string_view::npos &&
+          !filters::LookupBfCommand(full, &bf)) {
+        // Not a command of Redis 7.0, the proxy or a module: Redis's own answer, unknown.
+        Refuse(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
+      } else if (info == nullptr || !RejectMalformed(cmd, *info, sub)) {
+        Refuse(errors::NoPermission(full));
+      }
       return Dispatched::kDone;
     }
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "filters/bf_plan.h"
+#include "protocol/command_table.h"
 #include "protocol/request_parser.h"
 #include "proxy/buffer.h"
 #include "proxy/output.h"
@@ -23,6 +24,7 @@
 namespace bloomproxy::proxy {
 
 class Client;
+class CommandAcl;
 class PlanRunner;
 class Server;
 struct BfBatch;
@@ -149,6 +151,13 @@ class Client {
   size_t MaxInFlight() const;
   std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
   Dispatched Dispatch(const protocol::Command& cmd);
+  // Redis's checks before running a command: an unknown subcommand or a wrong number of
+  // arguments is answered (true) as Redis answers it.
+  bool RejectMalformed(const protocol::Command& cmd, const protocol::CommandInfo& info,
+                       const protocol::CommandInfo* sub);
+  // Answers a command the proxy refuses; inside a transaction, also makes the upstream's EXEC
+  // fail with EXECABORT, as Redis does after rejecting a queued command.
+  void Refuse(std::string_view error);
   Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
   Dispatched HandleClient(const protocol::Command& cmd);
   Dispatched HandleClientKill(const protocol::Command& cmd);
@@ -177,6 +186,7 @@ class Client {
   // Replaces the proxy client id after REDIRECT by the upstream id of that client's pinned
   // connection; leaves *out empty when there is nothing to rewrite.
   void RewriteTrackingRedirect(const protocol::Command& cmd, std::string* out);
+  void LogFailedAuth(std::string_view user) const;
   bool CheckUser(std::string_view user, std::string_view password) const;
 
   // Reply slots.
@@ -238,6 +248,7 @@ class Client {
   // Identity.
   bool authenticated_ = false;
   std::string user_ = "default";
+  const CommandAcl* acl_ = nullptr;  // user_'s command rules; nullptr: every command
   std::string name_;
   std::string lib_name_, lib_ver_;
   std::string_view last_cmd_ = "NULL";  // a name from the command table (static storage)

@@ -100,6 +100,13 @@ bool Client::CheckUser(std::string_view user, std::string_view password) const {
   return false;
 }
 
+void Client::LogFailedAuth(std::string_view user) const {
+  // Logged for the operator; never with the password.
+  LOG_NOTICE("AUTH failed for user '%.*s' from %s (client id=%llu)",
+             static_cast<int>(std::min<size_t>(user.size(), 64)), user.data(), addr_.c_str(),
+             static_cast<unsigned long long>(id_));
+}
+
 Client::Dispatched Client::HandleAuth(const Command& cmd) {
   // Redis src/acl.c authCommand.
   if (cmd.args.size() > 3) {
@@ -118,15 +125,13 @@ Client::Dispatched Client::HandleAuth(const Command& cmd) {
     password = cmd.args[2];
   }
   if (!CheckUser(user, password)) {
-    // Logged for the operator; never with the password.
-    LOG_NOTICE("AUTH failed for user '%.*s' from %s (client id=%llu)",
-               static_cast<int>(std::min<size_t>(user.size(), 64)), user.data(), addr_.c_str(),
-               static_cast<unsigned long long>(id_));
+    LogFailedAuth(user);
     ReplyLocal(errors::kWrongPass);
     return Dispatched::kDone;
   }
   authenticated_ = true;
   user_.assign(user);
+  acl_ = server_->acl(user_);
   ReplyLocal("+OK\r\n");
   return Dispatched::kDone;
 }
@@ -170,11 +175,13 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
   }
   if (have_auth) {
     if (!CheckUser(user, password)) {
+      LogFailedAuth(user);
       ReplyLocal(errors::kWrongPass);
       return Dispatched::kDone;
     }
     authenticated_ = true;
     user_.assign(user);
+    acl_ = server_->acl(user_);
   }
   if (!authenticated_) {
     ReplyLocal(
@@ -455,6 +462,7 @@ Client::Dispatched Client::HandleReset() {
   DropPin();
   name_.clear();
   user_ = "default";
+  acl_ = nullptr;
   authenticated_ = !server_->auth_required();
   reply_off_ = reply_skip_ = false;
   ReplyLocal("+RESET\r\n");

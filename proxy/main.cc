@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "conf/loader.h"
+#include "proxy/acl.h"
 #include "proxy/log.h"
 #include "proxy/server.h"
 
@@ -19,6 +20,11 @@ int main(int argc, char** argv) {
   if (loaded.version) {
     std::printf("bloomproxy %s\n", BLOOMPROXY_VERSION);
     return 0;
+  }
+  {
+    // Command names in users' rules need the command table, which conf/ does not know.
+    bloomproxy::proxy::AclTable acls;
+    acls.Compile(loaded.options, &loaded.errors);
   }
   if (!loaded.errors.empty()) {
     for (const std::string& e : loaded.errors) std::fprintf(stderr, "bloomproxy: %s\n", e.c_str());

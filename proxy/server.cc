@@ -29,6 +29,8 @@ constexpr uint64_t kIdleReleaseMs = 2000;
 }  // namespace
 
 Server::Server(const conf::Options& options, int index) : options_(options), index_(index) {
+  std::vector<std::string> acl_errors;
+  acls_.Compile(options_, &acl_errors);
   uv_loop_init(&loop_);
   bf_config_.defaults.error_rate = options.bf_error_rate;
   bf_config_.defaults.capacity = static_cast<uint64_t>(options.bf_initial_capacity);

@@ -13,6 +13,7 @@
 #include "conf/options.h"
 #include "filters/bf_plan.h"
 #include "protocol/reply_decoder.h"
+#include "proxy/acl.h"
 #include "proxy/upstream.h"
 
 namespace bloomproxy::proxy {
@@ -80,6 +81,8 @@ class Server {
     }
     return false;
   }
+  // The command rules of `user`; nullptr when the user may run every command.
+  const CommandAcl* acl(std::string_view user) const { return acls_.Find(user); }
   // BF.* emulation: on unless bf-mode is forward.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
   const filters::BfConfig& bf_config() const { return bf_config_; }
@@ -110,6 +113,7 @@ class Server {
   void MaybeFinishShutdown();
 
   conf::Options options_;
+  AclTable acls_;  // compiled from options_.users (checked by main before any server starts)
   const int index_;
   uv_loop_t loop_;
   UpstreamAddress upstream_;

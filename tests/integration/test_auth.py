@@ -6,7 +6,8 @@ import subprocess
 import pytest
 import redis
 
-from bp_helpers import HOST, RawConn, encode_command as cmd, replies_of
+from bp_helpers import (BLOOMPROXY_BIN, HOST, RawConn, compare_with_redis, encode_command as cmd,
+                        replies_of)
 
 PASS = "s3cret"
 NOAUTH = b"-NOAUTH Authentication required.\r\n"
@@ -249,3 +250,103 @@ def test_denied_commands_do_not_exist_for_clients(proxy, redis_instance):
                        b"$1\r\n1\r\n"]
     # Nothing reached the upstream: the key is still there.
     assert redis_instance.client().get("keep") == b"1"
+
+
+ACL_USERS = {
+    # name: rules, written the same way in the proxy's config and in Redis's ACL SETUSER.
+    "alice": ["+@all", "-flushall", "-config|set"],
+    "bob": ["nocommands", "+get", "+set", "+client|getname", "+multi", "+exec"],
+}
+
+
+@pytest.fixture
+def acl_proxy(proxy, tmp_path):
+    conf = tmp_path / "acl.conf"
+    conf.write_text("".join(f"user {name} pw {' '.join(rules)}\n"
+                            for name, rules in ACL_USERS.items()) + "user carol pw\n")
+    return proxy("--config", str(conf))
+
+
+@pytest.fixture
+def acl_redis(redis_factory):
+    """A redis-server with the same users, the reference for exact replies."""
+    server = redis_factory()
+    r = server.client()
+    for name, rules in list(ACL_USERS.items()) + [("carol", ["+@all"])]:
+        r.execute_command("ACL", "SETUSER", name, "on", ">pw", "~*", "&*", *rules)
+    return server
+
+
+def test_user_command_rules_match_redis_acls(acl_proxy, acl_redis, redis_instance):
+    payload = b"".join([
+        cmd("AUTH", "alice", "pw"), cmd("SET", "a", "1"), cmd("FLUSHALL"),
+        cmd("CONFIG", "SET", "maxmemory", "0"), cmd("CONFIG", "GET", "maxmemory"),
+        cmd("config", "NOSUCH"), cmd("MULTI"), cmd("FLUSHALL"), cmd("SET", "a", "2"),
+        cmd("EXEC"), cmd("GET", "a"),
+        cmd("AUTH", "bob", "pw"), cmd("GET", "a"), cmd("PING"), cmd("CLIENT", "GETNAME"),
+        cmd("CLIENT", "ID"), cmd("GET"), cmd("DEL", "a", "b"), cmd("NOSUCH", "x"),
+        cmd("MULTI"), cmd("SET", "a", "3"), cmd("INCR", "a"), cmd("EXEC"), cmd("GET", "a"),
+        cmd("AUTH", "carol", "pw"), cmd("INCR", "n"), cmd("RESET"), cmd("PING"),
+    ])
+    replies = compare_with_redis(acl_proxy.port, acl_redis, payload, 28)
+
+    def noperm(name):
+        return b"-NOPERM this user has no permissions to run the '" + name + b"' command\r\n"
+
+    assert replies[2] == noperm(b"flushall")
+    assert replies[3] == noperm(b"config|set")
+    assert replies[7] == noperm(b"flushall")
+    assert replies[9] == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    assert replies[10] == b"$1\r\n1\r\n"  # the transaction did not run
+    assert [replies[13], replies[15]] == [noperm(b"ping"), noperm(b"client|id")]
+    assert replies[16] == b"-ERR wrong number of arguments for 'get' command\r\n"
+    assert replies[17] == noperm(b"del")
+    assert replies[21] == noperm(b"incr")
+    assert replies[23] == b"$1\r\n1\r\n"
+    # Nothing refused reached the upstream.
+    assert redis_instance.client().get("a") == b"1"
+
+
+def test_user_command_rules_cover_bf_commands(proxy, tmp_path):
+    conf = tmp_path / "acl.conf"
+    conf.write_text("user writer pw -@all +bf.add +bf.reserve\n"
+                    "user reader pw +@all -bf.add -bf.madd -bf.insert -bf.reserve\n")
+    p = proxy("--config", str(conf))
+    with RawConn(p.port) as w, RawConn(p.port) as r:
+        assert w.command("AUTH", "writer", "pw") == b"OK"
+        assert r.command("AUTH", "reader", "pw") == b"OK"
+        assert w.command("BF.ADD", "f", "x") == 1
+        w.send(cmd("BF.EXISTS", "f", "x"))
+        assert w.read_reply_raw() == \
+            b"-NOPERM this user has no permissions to run the 'bf.exists' command\r\n"
+        assert r.command("BF.EXISTS", "f", "x") == 1
+        r.send(cmd("bf.ADD", "f", "y"))
+        assert r.read_reply_raw() == \
+            b"-NOPERM this user has no permissions to run the 'bf.add' command\r\n"
+        assert r.command("BF.EXISTS", "f", "y") == 0
+
+
+def test_bad_user_rules_are_configuration_errors(tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("user a pw +nosuchcommand\nuser b pw -config|nosuch\nuser c pw +@read\n"
+                    "user d pw ~keys*\nuser e pw +json.get\n")
+    res = subprocess.run([BLOOMPROXY_BIN, "--config", str(conf), "--upstream", "127.0.0.1:1",
+                          "--test-conf"], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 1
+    assert "user 'a': rule '+nosuchcommand': unknown command 'nosuchcommand'" in res.stderr
+    assert "user 'b': rule '-config|nosuch': unknown subcommand 'nosuch' of 'config'" in res.stderr
+    assert "bad.conf:3: user: unsupported rule '+@read' (the only category is @all)" in res.stderr
+    assert "bad.conf:4: user: unsupported rule '~keys*'" in res.stderr
+    assert "user 'e'" not in res.stderr  # module commands are taken on trust
+    assert "4 errors in the configuration" in res.stderr
+
+
+def test_denied_command_in_a_transaction_aborts_it_like_redis(proxy, redis_factory):
+    # deny-command answers as redis.conf's `rename-command NAME ""` does, in MULTI too.
+    reference = redis_factory(extra_args=["--rename-command", "FLUSHALL", ""])
+    p = proxy("--deny-command", "flushall")
+    payload = cmd("SET", "a", "1") + cmd("MULTI") + cmd("SET", "a", "2") + cmd("FLUSHALL") + \
+        cmd("EXEC") + cmd("GET", "a")
+    replies = compare_with_redis(p.port, reference, payload, 6)
+    assert replies[4] == b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    assert replies[5] == b"$1\r\n1\r\n"

@@ -121,7 +121,7 @@ TEST(ConfigTest, EveryDirective) {
       "reconnect-max-ms 30000\n"
       "requirepass hunter2\n"
       "user alice pa55\n"
-      "user bob \"b o b\"\n"
+      "user bob \"b o b\" nocommands +GET +Config|Get -@all allcommands -keys\n"
       "maxclients 50\n"
       "timeout 300\n"
       "proto-max-bulk-len 2mb\n"
@@ -148,6 +148,9 @@ TEST(ConfigTest, EveryDirective) {
   EXPECT_EQ(o.users[0].password, "pa55");
   EXPECT_EQ(o.users[1].name, "bob");
   EXPECT_EQ(o.users[1].password, "b o b");
+  EXPECT_TRUE(o.users[0].rules.empty());
+  EXPECT_EQ(o.users[1].rules,
+            (std::vector<std::string>{"-@all", "+get", "+config|get", "-@all", "+@all", "-keys"}));
   EXPECT_EQ(o.maxclients, 50);
   EXPECT_EQ(o.timeout, 300);
   EXPECT_EQ(o.proto_max_bulk_len, 2 * 1024 * 1024);
@@ -380,9 +383,15 @@ TEST(ConfigTest, WrongNumberOfArguments) {
   EXPECT_EQ(ErrorOf("port"),
             "test.conf:1: wrong number of arguments for 'port' (expected 1, got 0)");
   EXPECT_EQ(ErrorOf("user alice"),
-            "test.conf:1: wrong number of arguments for 'user' (expected 2, got 1)");
+            "test.conf:1: wrong number of arguments for 'user' (expected at least 2, got 1)");
   EXPECT_EQ(ErrorOf("user a b c"),
-            "test.conf:1: wrong number of arguments for 'user' (expected 2, got 3)");
+            "test.conf:1: user: unsupported rule 'c' (expected +COMMAND, -COMMAND, "
+            "+COMMAND|SUBCOMMAND, +@all, -@all, allcommands or nocommands)");
+  EXPECT_EQ(ErrorOf("user a b +@write"),
+            "test.conf:1: user: unsupported rule '+@write' (the only category is @all)");
+  EXPECT_EQ(ErrorOf("user a b -"),
+            "test.conf:1: user: unsupported rule '-' (expected +COMMAND, -COMMAND, "
+            "+COMMAND|SUBCOMMAND, +@all, -@all, allcommands or nocommands)");
   // Flag-only options are not directives.
   EXPECT_EQ(ErrorOf("config x.conf"), "test.conf:1: unknown directive 'config'");
   EXPECT_EQ(ErrorOf("help"), "test.conf:1: unknown directive 'help'");

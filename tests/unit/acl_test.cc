@@ -1,0 +1,93 @@
+// Per-user command rules (proxy/acl.h): order, subcommands, @all, and name checks.
+#include "proxy/acl.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace bloomproxy::proxy {
+namespace {
+
+CommandAcl Compiled(const std::vector<std::string>& rules) {
+  CommandAcl acl;
+  std::string error;
+  EXPECT_TRUE(CommandAcl::Compile(rules, &acl, &error)) << error;
+  return acl;
+}
+
+TEST(CommandAclTest, RulesStartFromNoCommands) {
+  CommandAcl acl = Compiled({"+get", "+bf.add"});
+  EXPECT_TRUE(acl.Allows("get"));
+  EXPECT_TRUE(acl.Allows("bf.add"));
+  EXPECT_FALSE(acl.Allows("set"));
+  EXPECT_FALSE(acl.Allows("bf.exists"));
+  EXPECT_FALSE(acl.Allows("client|id"));
+}
+
+TEST(CommandAclTest, AllMinusSome) {
+  CommandAcl acl = Compiled({"+@all", "-flushall", "-config|set"});
+  EXPECT_TRUE(acl.Allows("get"));
+  EXPECT_TRUE(acl.Allows("config|get"));
+  EXPECT_FALSE(acl.Allows("config|set"));
+  EXPECT_FALSE(acl.Allows("flushall"));
+  EXPECT_TRUE(acl.Allows("json.get"));  // commands no rule names follow @all
+}
+
+TEST(CommandAclTest, LaterRulesWin) {
+  CommandAcl acl = Compiled({"+@all", "-get", "+get"});
+  EXPECT_TRUE(acl.Allows("get"));
+  acl = Compiled({"+get", "-@all"});
+  EXPECT_FALSE(acl.Allows("get"));  // @all clears what came before
+  acl = Compiled({"-@all", "+get", "+@all", "-set"});
+  EXPECT_TRUE(acl.Allows("get"));
+  EXPECT_FALSE(acl.Allows("set"));
+}
+
+TEST(CommandAclTest, CommandRuleReplacesItsSubcommandRules) {
+  CommandAcl acl = Compiled({"-@all", "+client|getname", "+config", "-config|set"});
+  EXPECT_TRUE(acl.Allows("client|getname"));
+  EXPECT_FALSE(acl.Allows("client|id"));
+  EXPECT_FALSE(acl.Allows("client"));
+  EXPECT_TRUE(acl.Allows("config|get"));
+  EXPECT_FALSE(acl.Allows("config|set"));
+  acl = Compiled({"+@all", "-config|set", "+config"});
+  EXPECT_TRUE(acl.Allows("config|set"));
+  acl = Compiled({"+@all", "-config", "+config|get"});
+  EXPECT_TRUE(acl.Allows("config|get"));
+  EXPECT_FALSE(acl.Allows("config|set"));
+}
+
+TEST(CommandAclTest, UnknownNamesAreErrors) {
+  CommandAcl acl;
+  std::string error;
+  EXPECT_FALSE(CommandAcl::Compile({"+nosuch"}, &acl, &error));
+  EXPECT_EQ(error, "rule '+nosuch': unknown command 'nosuch'");
+  EXPECT_FALSE(CommandAcl::Compile({"-config|nosuch"}, &acl, &error));
+  EXPECT_EQ(error, "rule '-config|nosuch': unknown subcommand 'nosuch' of 'config'");
+  EXPECT_FALSE(CommandAcl::Compile({"+get|x"}, &acl, &error));
+  EXPECT_EQ(error, "rule '+get|x': unknown subcommand 'x' of 'get'");
+  EXPECT_FALSE(CommandAcl::Compile({"+nosuch|x"}, &acl, &error));
+  EXPECT_EQ(error, "rule '+nosuch|x': unknown command 'nosuch'");
+}
+
+TEST(AclTableTest, UsersWithoutRulesRunEverything) {
+  conf::Options options;
+  options.users = {{"a", "pw", {}}, {"b", "pw", {"-@all", "+ping"}}, {"c", "pw", {"+x.y"}}};
+  AclTable table;
+  std::vector<std::string> errors;
+  ASSERT_TRUE(table.Compile(options, &errors));
+  EXPECT_EQ(table.Find("a"), nullptr);
+  EXPECT_EQ(table.Find("default"), nullptr);
+  ASSERT_NE(table.Find("b"), nullptr);
+  EXPECT_TRUE(table.Find("b")->Allows("ping"));
+  EXPECT_FALSE(table.Find("b")->Allows("get"));
+  EXPECT_TRUE(table.Find("c")->Allows("x.y"));
+  options.users.push_back({"d", "pw", {"+nosuch"}});
+  EXPECT_FALSE(table.Compile(options, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "user 'd': rule '+nosuch': unknown command 'nosuch'");
+}
+
+}  // namespace
+}  // namespace bloomproxy::proxy
