@@ -1,6 +1,11 @@
 // bloomproxy: a Redis-protocol proxy that forwards commands to an upstream Redis.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -9,6 +14,45 @@
 #include "proxy/acl.h"
 #include "proxy/log.h"
 #include "proxy/server.h"
+
+namespace {
+
+// As Redis's adjustOpenFilesLimit (src/server.c): room for maxclients plus a reserve (listeners,
+// upstream connections, log); the soft limit is raised towards the hard one, and when that is
+// not enough, maxclients is lowered to fit, with Redis's warnings.
+void AdjustOpenFilesLimit(bloomproxy::conf::Options* options) {
+  constexpr rlim_t kReserved = 32;
+  const rlim_t wanted = static_cast<rlim_t>(options->maxclients) + kReserved +
+                        static_cast<rlim_t>(options->upstream_connections * options->threads);
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted) return;
+  const rlim_t old = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  const int saved_errno = setrlimit(RLIMIT_NOFILE, &limit) == 0 ? 0 : errno;
+  if (saved_errno != 0) limit.rlim_cur = old;
+  if (limit.rlim_cur >= wanted) {
+    LOG_NOTICE("Increased maximum number of open files to %llu (it was originally set to %llu).",
+               static_cast<unsigned long long>(limit.rlim_cur),
+               static_cast<unsigned long long>(old));
+    return;
+  }
+  const rlim_t room = limit.rlim_cur > wanted - static_cast<rlim_t>(options->maxclients)
+                          ? limit.rlim_cur - (wanted - static_cast<rlim_t>(options->maxclients))
+                          : 1;
+  LOG_WARNING("You requested maxclients of %d requiring at least %llu max file descriptors.",
+              options->maxclients, static_cast<unsigned long long>(wanted));
+  if (saved_errno != 0) {
+    LOG_WARNING("Server can't set maximum open files to %llu because of OS error: %s.",
+                static_cast<unsigned long long>(wanted), std::strerror(saved_errno));
+  }
+  options->maxclients = static_cast<int>(room);
+  LOG_WARNING(
+      "Current maximum open files is %llu. maxclients has been reduced to %d to compensate for "
+      "low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+      static_cast<unsigned long long>(limit.rlim_cur), options->maxclients);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using bloomproxy::conf::LoadOptions;
@@ -42,6 +86,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bloomproxy: cannot open log file %s\n", options.logfile.c_str());
     return 1;
   }
+  AdjustOpenFilesLimit(&loaded.options);
   // A client that vanishes mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
 
