@@ -16,7 +16,7 @@ inline constexpr int kDefaultPinnedPoolSize = 16;
 inline constexpr int64_t kDefaultProtoMaxBulkLen = 512LL * 1024 * 1024;
 inline constexpr int64_t kDefaultClientQueryBufferLimit = 1024LL * 1024 * 1024;
 inline constexpr int kDefaultConnectTimeoutMs = 2000;
-inline constexpr int kDefaultReconnectMaxMs = 1000;
+inline constexpr int kDefaultReconnectMaxMs = 500;
 inline constexpr int kDefaultShutdownTimeoutMs = 5000;
 
 inline constexpr double kDefaultBfErrorRate = 0.01;

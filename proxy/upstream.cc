@@ -19,6 +19,8 @@ namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kFirstBackoffMs = 50;
+// While the upstream is down, commands start reconnect attempts at most this often per slot.
+constexpr uint64_t kDemandRetryMs = 100;
 
 std::string HostOf(const UpstreamAddress& a) { return a.text; }
 
@@ -394,7 +396,20 @@ void UpstreamPool::Start() {
   for (auto& slot : slots_) Connect(slot.get());
 }
 
-void UpstreamPool::Connect(Slot* slot) { slot->conn = new UpstreamConn(server_, true); }
+void UpstreamPool::Connect(Slot* slot) {
+  slot->last_attempt_ms = uv_now(server_->loop());
+  slot->conn = new UpstreamConn(server_, true);
+}
+
+void UpstreamPool::ReconnectOnDemand() {
+  if (closing_) return;
+  const uint64_t now = uv_now(server_->loop());
+  for (auto& slot : slots_) {
+    if (slot->conn != nullptr || now - slot->last_attempt_ms < kDemandRetryMs) continue;
+    uv_timer_stop(&slot->timer);
+    Connect(slot.get());
+  }
+}
 
 void UpstreamPool::OnReconnect(uv_timer_t* t) {
   auto* slot = static_cast<Slot*>(t->data);
@@ -412,6 +427,7 @@ UpstreamConn* UpstreamPool::Shared(size_t* hint) {
       return c;
     }
   }
+  ReconnectOnDemand();
   return nullptr;
 }
 

@@ -168,11 +168,15 @@ class UpstreamPool {
     UpstreamConn* conn = nullptr;
     uv_timer_t timer;
     int backoff_ms = 0;
+    uint64_t last_attempt_ms = 0;  // loop time of the last connection attempt
     std::string last_error;
     UpstreamPool* pool = nullptr;
   };
   static void OnReconnect(uv_timer_t* t);
   void Connect(Slot* slot);
+  // A command found no usable connection: slots waiting out their backoff try again now, unless
+  // they tried in the last kDemandRetryMs.
+  void ReconnectOnDemand();
 
   Server* server_;
   std::vector<std::unique_ptr<Slot>> slots_;
