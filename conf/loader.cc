@@ -279,12 +279,8 @@ bool ApplyUser(const std::vector<std::string>& args, SourceState* state, std::st
     if (rule == "nocommands") rule = "-@all";
     if (rule.size() < 2 || (rule[0] != '+' && rule[0] != '-')) {
       *error = "unsupported rule " + Quote(args[i]) +
-               " (expected +COMMAND, -COMMAND, +COMMAND|SUBCOMMAND, +@all, -@all, allcommands "
-               "or nocommands)";
-      return false;
-    }
-    if (rule[1] == '@' && rule.compare(1, std::string::npos, "@all") != 0) {
-      *error = "unsupported rule " + Quote(args[i]) + " (the only category is @all)";
+               " (expected +COMMAND, -COMMAND, +COMMAND|SUBCOMMAND, +@CATEGORY, -@CATEGORY, "
+               "allcommands or nocommands)";
       return false;
     }
     rules.push_back(std::move(rule));

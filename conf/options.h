@@ -42,10 +42,10 @@ struct User {
   std::string name;
   std::string password;
   // The commands the user may run, as Redis ACL rules applied in order, lower case: "+@all",
-  // "-@all", "+get", "-flushall", "+config|get", "-config|set" ("allcommands" and "nocommands"
-  // are stored as "+@all" and "-@all"). Empty: every command. With rules, the user starts with
-  // no commands, as a new Redis ACL user does. Command names are checked by the proxy, which
-  // knows the command table (proxy/acl.h).
+  // "-@dangerous", "+get", "-flushall", "+config|get", "-config|set" ("allcommands" and
+  // "nocommands" are stored as "+@all" and "-@all"). Empty: every command. With rules, the user
+  // starts with no commands, as a new Redis ACL user does. Command and category names are
+  // checked by the proxy, which knows the command table (proxy/acl.h).
   std::vector<std::string> rules;
 };
 

@@ -18,6 +18,7 @@ struct RawCommand {
   int last_key;
   int key_step;
   uint32_t flags;
+  uint32_t categories;
 };
 
 constexpr RawCommand kGenerated[] = {
@@ -28,8 +29,8 @@ constexpr RawCommand kGenerated[] = {
 // Redis port: a cross-protocol attack). Redis 7 does this outside its command table, so COMMAND
 // does not list them; the proxy does the same and needs rows for them. Flags as Redis 6 had them.
 constexpr RawCommand kExtra[] = {
-    {"host:", -1, 0, 0, 0, kFlagLoading | kFlagStale},
-    {"post", -1, 0, 0, 0, kFlagLoading | kFlagStale},
+    {"host:", -1, 0, 0, 0, kFlagLoading | kFlagStale, 0},
+    {"post", -1, 0, 0, 0, kFlagLoading | kFlagStale, 0},
 };
 
 constexpr size_t MaxNameLength() {
@@ -103,7 +104,7 @@ Table BuildTable() {
   auto add = [&table](const RawCommand& c) {
     // emplace keeps the first row: should a future Redis list POST itself, its row wins.
     table.emplace(c.name, CommandInfo{c.name, c.arity, c.first_key, c.last_key, c.key_step, c.flags,
-                                      Route::kForward});
+                                      c.categories, Route::kForward});
   };
   for (const RawCommand& c : kGenerated) add(c);
   for (const RawCommand& c : kExtra) add(c);
@@ -153,5 +154,45 @@ const CommandInfo* LookupSubcommand(const CommandInfo& container, std::string_vi
 }
 
 size_t CommandCount() { return GetTable().size(); }
+
+std::vector<const CommandInfo*> AllCommands() {
+  std::vector<const CommandInfo*> out;
+  for (const auto& [name, info] : GetTable()) out.push_back(&info);
+  return out;
+}
+
+bool LookupAclCategory(std::string_view name, uint32_t* category) {
+  static constexpr std::pair<std::string_view, AclCategory> kNames[] = {
+      {"keyspace", kCatKeyspace},
+      {"read", kCatRead},
+      {"write", kCatWrite},
+      {"set", kCatSet},
+      {"sortedset", kCatSortedset},
+      {"list", kCatList},
+      {"hash", kCatHash},
+      {"string", kCatString},
+      {"bitmap", kCatBitmap},
+      {"hyperloglog", kCatHyperloglog},
+      {"geo", kCatGeo},
+      {"stream", kCatStream},
+      {"pubsub", kCatPubsub},
+      {"admin", kCatAdmin},
+      {"fast", kCatFast},
+      {"slow", kCatSlow},
+      {"blocking", kCatBlocking},
+      {"dangerous", kCatDangerous},
+      {"connection", kCatConnection},
+      {"transaction", kCatTransaction},
+      {"scripting", kCatScripting},
+      {"bloom", kCatBloom},
+  };
+  for (const auto& [n, c] : kNames) {
+    if (n == name) {
+      *category = c;
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace bloomproxy::protocol

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace bloomproxy::protocol {
 
@@ -31,6 +32,35 @@ enum CommandFlag : uint32_t {
   kFlagContainer = 1u << 15,  // has subcommands (CLIENT, CONFIG, ...): see LookupSubcommand
 };
 
+// ACL categories, as Redis 7.0's ACL CAT lists them, plus RedisBloom's "bloom".
+enum AclCategory : uint32_t {
+  kCatKeyspace = 1u << 0,
+  kCatRead = 1u << 1,
+  kCatWrite = 1u << 2,
+  kCatSet = 1u << 3,
+  kCatSortedset = 1u << 4,
+  kCatList = 1u << 5,
+  kCatHash = 1u << 6,
+  kCatString = 1u << 7,
+  kCatBitmap = 1u << 8,
+  kCatHyperloglog = 1u << 9,
+  kCatGeo = 1u << 10,
+  kCatStream = 1u << 11,
+  kCatPubsub = 1u << 12,
+  kCatAdmin = 1u << 13,
+  kCatFast = 1u << 14,
+  kCatSlow = 1u << 15,
+  kCatBlocking = 1u << 16,
+  kCatDangerous = 1u << 17,
+  kCatConnection = 1u << 18,
+  kCatTransaction = 1u << 19,
+  kCatScripting = 1u << 20,
+  kCatBloom = 1u << 21,
+};
+
+// The category named `name` (lower case, without '@'); false when there is none.
+bool LookupAclCategory(std::string_view name, uint32_t* category);
+
 // How the proxy treats a command.
 enum class Route : uint8_t {
   kForward,      // sent on the client's shared upstream connection
@@ -48,7 +78,8 @@ struct CommandInfo {
   int first_key;          // 0 = no keys
   int last_key;           // -1 = last argument
   int key_step;
-  uint32_t flags;  // CommandFlag bits
+  uint32_t flags;       // CommandFlag bits
+  uint32_t categories;  // AclCategory bits
   Route route;
 };
 
@@ -67,5 +98,8 @@ inline bool ArityOk(const CommandInfo& info, size_t argc) {
 
 // Number of commands in the table (for tests).
 size_t CommandCount();
+
+// Every command and subcommand of the table, in no particular order.
+std::vector<const CommandInfo*> AllCommands();
 
 }  // namespace bloomproxy::protocol

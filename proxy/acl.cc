@@ -1,5 +1,7 @@
 #include "proxy/acl.h"
 
+#include <utility>
+
 #include "filters/bf_args.h"
 #include "protocol/command_table.h"
 
@@ -11,7 +13,28 @@ namespace {
 // know the upstream's modules, so a dotted name ("json.get") is taken on trust.
 bool IsModuleName(std::string_view name) { return name.find('.') != std::string_view::npos; }
 
-bool KnownName(std::string_view name, std::string* error) {
+// The BF.* commands the proxy answers, with the categories its COMMAND entries give them.
+uint32_t BfCategories(filters::BfCommand command) {
+  using filters::BfCommand;
+  const bool write = command == BfCommand::kReserve || command == BfCommand::kAdd ||
+                     command == BfCommand::kMAdd || command == BfCommand::kInsert ||
+                     command == BfCommand::kLoadChunk;
+  return (write ? protocol::kCatWrite : protocol::kCatRead) | protocol::kCatBloom;
+}
+
+constexpr std::string_view kBfNames[] = {"bf.reserve",  "bf.add",      "bf.madd", "bf.insert",
+                                         "bf.exists",   "bf.mexists",  "bf.info", "bf.card",
+                                         "bf.scandump", "bf.loadchunk"};
+
+// A command the rules decide on: its full name, categories and container ("config" for
+// "config|get", empty otherwise).
+struct Entry {
+  std::string name;
+  uint32_t categories;
+  std::string_view container;
+};
+
+bool CheckName(std::string_view name, std::string* error) {
   const size_t bar = name.find('|');
   const std::string_view command = name.substr(0, bar);
   filters::BfCommand bf;
@@ -38,45 +61,78 @@ bool KnownName(std::string_view name, std::string* error) {
 
 }  // namespace
 
-bool CommandAcl::Compile(const std::vector<std::string>& rules, CommandAcl* out,
+bool CommandAcl::Compile(const std::vector<std::string>& given, CommandAcl* out,
                          std::string* error) {
-  CommandAcl acl;
+  std::vector<std::string> rules = given;
+  for (std::string& rule : rules) {
+    if (rule == "allcommands") rule = "+@all";
+    if (rule == "nocommands") rule = "-@all";
+    if (rule.size() < 2 || (rule[0] != '+' && rule[0] != '-')) {
+      *error = "unsupported rule '" + rule + "'";
+      return false;
+    }
+  }
+  // Every command the rules can speak of, decided one rule at a time, in order.
+  std::vector<Entry> entries;
+  for (const protocol::CommandInfo* info : protocol::AllCommands()) {
+    const size_t bar = info->name.find('|');
+    entries.push_back(
+        {std::string(info->name), info->categories,
+         bar == std::string_view::npos ? std::string_view() : info->name.substr(0, bar)});
+  }
+  for (std::string_view name : kBfNames) {
+    filters::BfCommand bf;
+    filters::LookupBfCommand(name, &bf);
+    entries.push_back({std::string(name), BfCategories(bf), {}});
+  }
+  for (const std::string& rule : rules) {
+    const std::string_view name = std::string_view(rule).substr(1);
+    if (name[0] == '@') continue;
+    if (!CheckName(name, error)) {
+      *error = "rule '" + rule + "': " + *error;
+      return false;
+    }
+    if (IsModuleName(name) && protocol::LookupCommand(name) == nullptr) {
+      filters::BfCommand bf;
+      if (!filters::LookupBfCommand(name, &bf)) entries.push_back({std::string(name), 0, {}});
+    }
+  }
+  std::vector<bool> allowed(entries.size(), false);
+  bool others = false;
   for (const std::string& rule : rules) {
     const bool allow = rule[0] == '+';
     const std::string_view name = std::string_view(rule).substr(1);
     if (name == "@all") {
-      acl.all_ = allow;
-      acl.named_.clear();
-      continue;
-    }
-    if (!KnownName(name, error)) {
-      *error = "rule '" + rule + "': " + *error;
-      return false;
-    }
-    if (name.find('|') == std::string_view::npos) {
-      // A rule on the whole command replaces the earlier rules on its subcommands.
-      const std::string prefix = std::string(name) + "|";
-      for (auto it = acl.named_.begin(); it != acl.named_.end();) {
-        it =
-            it->first.compare(0, prefix.size(), prefix) == 0 ? acl.named_.erase(it) : std::next(it);
+      allowed.assign(entries.size(), allow);
+      others = allow;
+    } else if (name[0] == '@') {
+      uint32_t category = 0;
+      if (!protocol::LookupAclCategory(name.substr(1), &category)) {
+        *error = "rule '" + rule + "': unknown category '" + std::string(name.substr(1)) + "'";
+        return false;
+      }
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].categories & category) allowed[i] = allow;
+      }
+    } else {
+      // A command's rule covers its subcommands; a subcommand's only itself.
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].name == name || entries[i].container == name) allowed[i] = allow;
       }
     }
-    acl.named_[std::string(name)] = allow;
+  }
+  CommandAcl acl;
+  acl.others_ = others;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    acl.decided_.emplace(std::move(entries[i].name), allowed[i]);
   }
   *out = std::move(acl);
   return true;
 }
 
 bool CommandAcl::Allows(std::string_view name) const {
-  if (named_.empty()) return all_;
-  auto it = named_.find(name);
-  if (it != named_.end()) return it->second;
-  const size_t bar = name.find('|');
-  if (bar != std::string_view::npos) {
-    it = named_.find(name.substr(0, bar));
-    if (it != named_.end()) return it->second;
-  }
-  return all_;
+  auto it = decided_.find(name);
+  return it != decided_.end() ? it->second : others_;
 }
 
 bool AclTable::Compile(const conf::Options& options, std::vector<std::string>* errors) {

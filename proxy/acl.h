@@ -1,7 +1,7 @@
 // Per-user command permissions: the rules of `user NAME PASSWORD RULE...` (conf/options.h),
-// compiled once and checked for every command of a client that AUTHed as that user. A subset
-// of Redis ACLs: commands and subcommands allowed or denied in order, and the category @all.
-// Pure code, no sockets: unit-tested in tests/unit/acl_test.cc.
+// compiled once and checked for every command of a client that AUTHed as that user. The command
+// part of Redis ACLs: commands, subcommands and categories (Redis 7.0's, plus @bloom for the
+// BF.* commands) allowed or denied in order. Pure code, no sockets: tests/unit/acl_test.cc.
 #pragma once
 
 #include <functional>
@@ -19,21 +19,22 @@ class CommandAcl {
  public:
   // Compiles `rules` (lower case, as conf::User holds them). A command or subcommand name must
   // be one the proxy knows (Redis 7.0's table or a BF.* command) or look like a module's command
-  // ("json.get"); otherwise false, with *error saying which.
-  static bool Compile(const std::vector<std::string>& rules, CommandAcl* out, std::string* error);
+  // ("json.get"), and a category one of ACL CAT's; otherwise false, with *error saying which.
+  static bool Compile(const std::vector<std::string>& given, CommandAcl* out, std::string* error);
 
   // True when the user may run `name`: a command ("get") or a subcommand ("config|get"), lower
   // case.
   bool Allows(std::string_view name) const;
 
  private:
-  bool all_ = false;  // the answer for commands no rule names
-  // "get" or "config|get" -> allowed. A subcommand's entry wins over its command's.
   struct Hash {
     using is_transparent = void;  // lookups by string_view, without a temporary string
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
-  tsl::robin_map<std::string, bool, Hash, std::equal_to<>> named_;
+  // Every command and subcommand of the table, the BF.* commands and the module commands the
+  // rules name -> allowed.
+  tsl::robin_map<std::string, bool, Hash, std::equal_to<>> decided_;
+  bool others_ = false;  // commands the proxy does not know: only @all decides them
 };
 
 // The compiled rules of every configured user with rules, by user name. Users without rules

@@ -256,6 +256,8 @@ ACL_USERS = {
     # name: rules, written the same way in the proxy's config and in Redis's ACL SETUSER.
     "alice": ["+@all", "-flushall", "-config|set"],
     "bob": ["nocommands", "+get", "+set", "+client|getname", "+multi", "+exec"],
+    "dave": ["+@all", "-@dangerous", "-@write", "+set", "-config", "+config|get"],
+    "erin": ["nocommands", "+@read", "+@connection", "-@slow", "+@transaction"],
 }
 
 
@@ -307,10 +309,35 @@ def test_user_command_rules_match_redis_acls(acl_proxy, acl_redis, redis_instanc
     assert redis_instance.client().get("a") == b"1"
 
 
+def test_category_rules_match_redis_acls(acl_proxy, acl_redis):
+    # Every command below, run by users whose rules are categories, answers as Redis 7.0 does
+    # for the same ACL users (allowed ones run; refused ones get the same NOPERM).
+    probes = [
+        ("SET", "a", "1"), ("GET", "a"), ("MGET", "a", "b"), ("INCR", "n"), ("DEL", "n"),
+        ("KEYS", "*"), ("FLUSHDB",), ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "RESETSTAT"), ("PING",), ("ECHO", "x"),
+        ("CLIENT", "GETNAME"), ("CLIENT", "KILL", "ID", "999999"), ("STRLEN", "a"),
+        ("EXISTS", "a"), ("TYPE", "a"), ("SCAN", "0"), ("LPUSH", "l", "x"), ("LRANGE", "l", "0", "-1"),
+        ("SADD", "s", "x"), ("SMEMBERS", "s"), ("PUBLISH", "c", "m"), ("EVAL", "return 1", "0"),
+        ("MULTI",), ("GET", "a"), ("EXEC",), ("WATCH", "a"), ("UNWATCH",), ("SHUTDOWN", "ABORT"),
+    ]
+    payload = b""
+    n = 0
+    for user in ("dave", "erin"):
+        payload += cmd("AUTH", user, "pw")
+        payload += b"".join(cmd(*c) for c in probes)
+        n += 1 + len(probes)
+    replies = compare_with_redis(acl_proxy.port, acl_redis, payload, n)
+    refused = [r for r in replies if r.startswith(b"-NOPERM")]
+    assert len(refused) >= 10, replies  # the rules do refuse things
+    assert len(refused) < n - 10, replies  # and allow others
+
+
 def test_user_command_rules_cover_bf_commands(proxy, tmp_path):
     conf = tmp_path / "acl.conf"
     conf.write_text("user writer pw -@all +bf.add +bf.reserve\n"
-                    "user reader pw +@all -bf.add -bf.madd -bf.insert -bf.reserve\n")
+                    "user reader pw +@all -bf.add -bf.madd -bf.insert -bf.reserve\n"
+                    "user bloomreader pw nocommands +@bloom -@write\n")
     p = proxy("--config", str(conf))
     with RawConn(p.port) as w, RawConn(p.port) as r:
         assert w.command("AUTH", "writer", "pw") == b"OK"
@@ -324,18 +351,28 @@ def test_user_command_rules_cover_bf_commands(proxy, tmp_path):
         assert r.read_reply_raw() == \
             b"-NOPERM this user has no permissions to run the 'bf.add' command\r\n"
         assert r.command("BF.EXISTS", "f", "y") == 0
+    with RawConn(p.port) as b:
+        # BF.* are in @bloom, and in @write or @read as their COMMAND entries say.
+        assert b.command("AUTH", "bloomreader", "pw") == b"OK"
+        assert b.command("BF.EXISTS", "f", "x") == 1
+        assert b.command("BF.CARD", "f") == 1
+        b.send(cmd("BF.ADD", "f", "z") + cmd("GET", "k"))
+        assert b.read_reply_raw() == \
+            b"-NOPERM this user has no permissions to run the 'bf.add' command\r\n"
+        assert b.read_reply_raw() == \
+            b"-NOPERM this user has no permissions to run the 'get' command\r\n"
 
 
 def test_bad_user_rules_are_configuration_errors(tmp_path):
     conf = tmp_path / "bad.conf"
-    conf.write_text("user a pw +nosuchcommand\nuser b pw -config|nosuch\nuser c pw +@read\n"
-                    "user d pw ~keys*\nuser e pw +json.get\n")
+    conf.write_text("user a pw +nosuchcommand\nuser b pw -config|nosuch\nuser c pw +@nosuch\n"
+                    "user d pw ~keys*\nuser e pw +json.get -@dangerous\n")
     res = subprocess.run([BLOOMPROXY_BIN, "--config", str(conf), "--upstream", "127.0.0.1:1",
                           "--test-conf"], capture_output=True, text=True, timeout=30)
     assert res.returncode == 1
     assert "user 'a': rule '+nosuchcommand': unknown command 'nosuchcommand'" in res.stderr
     assert "user 'b': rule '-config|nosuch': unknown subcommand 'nosuch' of 'config'" in res.stderr
-    assert "bad.conf:3: user: unsupported rule '+@read' (the only category is @all)" in res.stderr
+    assert "user 'c': rule '+@nosuch': unknown category 'nosuch'" in res.stderr
     assert "bad.conf:4: user: unsupported rule '~keys*'" in res.stderr
     assert "user 'e'" not in res.stderr  # module commands are taken on trust
     assert "4 errors in the configuration" in res.stderr

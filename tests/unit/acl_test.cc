@@ -58,6 +58,45 @@ TEST(CommandAclTest, CommandRuleReplacesItsSubcommandRules) {
   EXPECT_FALSE(acl.Allows("config|set"));
 }
 
+TEST(CommandAclTest, Categories) {
+  CommandAcl acl = Compiled({"+@all", "-@dangerous", "+debug"});
+  EXPECT_TRUE(acl.Allows("get"));
+  EXPECT_FALSE(acl.Allows("flushall"));
+  EXPECT_FALSE(acl.Allows("keys"));
+  EXPECT_FALSE(acl.Allows("config|set"));
+  EXPECT_TRUE(acl.Allows("debug"));  // the later rule wins
+  EXPECT_TRUE(acl.Allows("json.get"));
+
+  acl = Compiled({"nocommands", "+@read", "-@slow"});
+  EXPECT_TRUE(acl.Allows("get"));
+  EXPECT_TRUE(acl.Allows("bf.exists"));  // @read, as its COMMAND entry says
+  EXPECT_FALSE(acl.Allows("keys"));      // @read but @slow
+  EXPECT_FALSE(acl.Allows("set"));
+  EXPECT_FALSE(acl.Allows("json.get"));  // unknown commands follow @all only
+
+  acl = Compiled({"+@bloom", "-@write"});
+  EXPECT_TRUE(acl.Allows("bf.exists"));
+  EXPECT_TRUE(acl.Allows("bf.scandump"));
+  EXPECT_FALSE(acl.Allows("bf.add"));
+  EXPECT_FALSE(acl.Allows("bf.loadchunk"));
+  EXPECT_FALSE(acl.Allows("get"));
+
+  // A subcommand is decided by its own categories.
+  acl = Compiled({"+@all", "-@admin"});
+  EXPECT_FALSE(acl.Allows("config|set"));
+  EXPECT_TRUE(acl.Allows("client|getname"));
+  EXPECT_FALSE(acl.Allows("client|kill"));
+}
+
+TEST(CommandAclTest, ModuleCommandsNamedInRules) {
+  CommandAcl acl = Compiled({"nocommands", "+json.get"});
+  EXPECT_TRUE(acl.Allows("json.get"));
+  EXPECT_FALSE(acl.Allows("json.set"));
+  acl = Compiled({"+@all", "-json.set", "-@read"});
+  EXPECT_FALSE(acl.Allows("json.set"));
+  EXPECT_TRUE(acl.Allows("json.get"));  // not known to be @read
+}
+
 TEST(CommandAclTest, UnknownNamesAreErrors) {
   CommandAcl acl;
   std::string error;
@@ -69,6 +108,8 @@ TEST(CommandAclTest, UnknownNamesAreErrors) {
   EXPECT_EQ(error, "rule '+get|x': unknown subcommand 'x' of 'get'");
   EXPECT_FALSE(CommandAcl::Compile({"+nosuch|x"}, &acl, &error));
   EXPECT_EQ(error, "rule '+nosuch|x': unknown command 'nosuch'");
+  EXPECT_FALSE(CommandAcl::Compile({"+@all", "-@nosuch"}, &acl, &error));
+  EXPECT_EQ(error, "rule '-@nosuch': unknown category 'nosuch'");
 }
 
 TEST(AclTableTest, UsersWithoutRulesRunEverything) {

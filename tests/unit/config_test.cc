@@ -121,7 +121,7 @@ TEST(ConfigTest, EveryDirective) {
       "reconnect-max-ms 30000\n"
       "requirepass hunter2\n"
       "user alice pa55\n"
-      "user bob \"b o b\" nocommands +GET +Config|Get -@all allcommands -keys\n"
+      "user bob \"b o b\" nocommands +GET +Config|Get -@all allcommands -keys -@Write\n"
       "maxclients 50\n"
       "timeout 300\n"
       "proto-max-bulk-len 2mb\n"
@@ -149,8 +149,8 @@ TEST(ConfigTest, EveryDirective) {
   EXPECT_EQ(o.users[1].name, "bob");
   EXPECT_EQ(o.users[1].password, "b o b");
   EXPECT_TRUE(o.users[0].rules.empty());
-  EXPECT_EQ(o.users[1].rules,
-            (std::vector<std::string>{"-@all", "+get", "+config|get", "-@all", "+@all", "-keys"}));
+  EXPECT_EQ(o.users[1].rules, (std::vector<std::string>{"-@all", "+get", "+config|get", "-@all",
+                                                        "+@all", "-keys", "-@write"}));
   EXPECT_EQ(o.maxclients, 50);
   EXPECT_EQ(o.timeout, 300);
   EXPECT_EQ(o.proto_max_bulk_len, 2 * 1024 * 1024);
@@ -386,12 +386,13 @@ TEST(ConfigTest, WrongNumberOfArguments) {
             "test.conf:1: wrong number of arguments for 'user' (expected at least 2, got 1)");
   EXPECT_EQ(ErrorOf("user a b c"),
             "test.conf:1: user: unsupported rule 'c' (expected +COMMAND, -COMMAND, "
-            "+COMMAND|SUBCOMMAND, +@all, -@all, allcommands or nocommands)");
-  EXPECT_EQ(ErrorOf("user a b +@write"),
-            "test.conf:1: user: unsupported rule '+@write' (the only category is @all)");
+            "+COMMAND|SUBCOMMAND, +@CATEGORY, -@CATEGORY, allcommands or nocommands)");
+  EXPECT_EQ(ErrorOf("user a b ~keys:*"),
+            "test.conf:1: user: unsupported rule '~keys:*' (expected +COMMAND, -COMMAND, "
+            "+COMMAND|SUBCOMMAND, +@CATEGORY, -@CATEGORY, allcommands or nocommands)");
   EXPECT_EQ(ErrorOf("user a b -"),
             "test.conf:1: user: unsupported rule '-' (expected +COMMAND, -COMMAND, "
-            "+COMMAND|SUBCOMMAND, +@all, -@all, allcommands or nocommands)");
+            "+COMMAND|SUBCOMMAND, +@CATEGORY, -@CATEGORY, allcommands or nocommands)");
   // Flag-only options are not directives.
   EXPECT_EQ(ErrorOf("config x.conf"), "test.conf:1: unknown directive 'config'");
   EXPECT_EQ(ErrorOf("help"), "test.conf:1: unknown directive 'help'");
