@@ -1,6 +1,7 @@
 #include "filters/bf_plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cinttypes>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "filters/key_layout.h"
 #include "protocol/command_table.h"
 #include "protocol/encoder.h"
+#include "protocol/errors.h"
 #include "protocol/request_parser.h"
 
 namespace bloomproxy::filters {
@@ -35,43 +37,98 @@ constexpr size_t kMaxLinkFields = 64;
 // ---------------------------------------------------------------------------------------------
 // Small helpers for building requests and reading replies.
 
+// What a plan expects of the reply to one of its requests. Every reply of a step is checked
+// before any is used (CheckReplies), so an answer is only ever made of replies that make sense:
+// anything else ends the command with an error.
+struct ReplyCheck {
+  enum class Kind : uint8_t {
+    kAny,      // read by the plan itself (validation, TYPE, HGETALL), or not read at all
+    kNoError,  // anything but an error reply
+    kInteger,  // an integer
+    kLength,   // STRLEN / SETRANGE of a shard: the integer `n` (the shard's size)
+    kPresent,  // STRLEN of a count key: an integer > 0 (the key exists)
+    kBits,     // BITFIELD / BITFIELD_RO: an array of `n` integers, each 0 or 1
+    kBulk,     // GETRANGE of a shard: a bulk string of `n` bytes
+    kCounts,   // MGET of the count keys: `n` bulk strings, each an integer >= 0
+    kCount,    // GET of a count key: a bulk string holding an integer >= 0
+  };
+  enum class Role : uint8_t { kNone, kShard, kCount, kCounts };
+
+  std::string command;  // upper case, as sent (short: no allocation)
+  Kind kind = Kind::kAny;
+  Role role = Role::kNone;
+  uint32_t link = 0;
+  uint64_t shard = 0;
+  uint64_t n = 0;
+};
+
+// The request a reply answers, for error messages: "BITFIELD_RO of link 0 shard 0".
+std::string What(const ReplyCheck& c) {
+  std::string out = c.command;
+  switch (c.role) {
+    case ReplyCheck::Role::kNone:
+      break;
+    case ReplyCheck::Role::kShard:
+      out += " of link " + std::to_string(c.link) + " shard " + std::to_string(c.shard);
+      break;
+    case ReplyCheck::Role::kCount:
+      out += " of the count of link " + std::to_string(c.link);
+      break;
+    case ReplyCheck::Role::kCounts:
+      out += " of the counts";
+      break;
+  }
+  return out;
+}
+
 class Requests {
  public:
   void Add(std::initializer_list<std::string_view> args) {
     protocol::AppendCommand(&out_, args);
-    ++count_;
+    Added(*args.begin());
   }
   void Add(const std::vector<std::string>& args) {
     protocol::AppendCommand(&out_, args);
-    ++count_;
+    Added(args[0]);
   }
   void Add(const std::vector<std::string_view>& args) {
     protocol::AppendCommand(&out_, args);
-    ++count_;
+    Added(args[0]);
   }
   // A request already encoded (RESP multibulk).
-  void AddEncoded(std::string_view request) {
+  void AddEncoded(std::string_view request, std::string_view command) {
     out_.append(request);
-    ++count_;
+    Added(command);
   }
-  size_t count() const { return count_; }
-  void MoveTo(PlanStep* step) {
+  // What the plan expects of the last request's reply.
+  ReplyCheck& Last() { return checks_.back(); }
+  size_t count() const { return checks_.size(); }
+  // Appends the requests to the step; their checks go to *checks (or are dropped, for
+  // trailing requests whose replies are skipped).
+  void MoveTo(PlanStep* step, std::vector<ReplyCheck>* checks = nullptr) {
     if (step->requests.empty()) {
       step->requests.swap(out_);
     } else {
       step->requests += out_;
     }
-    step->replies += count_;
+    step->replies += checks_.size();
+    if (checks != nullptr) {
+      for (ReplyCheck& c : checks_) checks->push_back(std::move(c));
+    }
     out_.clear();
-    count_ = 0;
+    checks_.clear();
   }
 
  private:
+  void Added(std::string_view command) {
+    checks_.emplace_back();
+    checks_.back().command.assign(command);
+  }
+
   std::string out_;
-  size_t count_ = 0;
+  std::vector<ReplyCheck> checks_;
 };
 
-bool IsError(const redisReply* r) { return r == nullptr || r->type == REDIS_REPLY_ERROR; }
 bool IsNil(const redisReply* r) { return r != nullptr && r->type == REDIS_REPLY_NIL; }
 std::string_view Str(const redisReply* r) {
   if (r == nullptr) return {};
@@ -92,11 +149,190 @@ int64_t Int(const redisReply* r, int64_t fallback = 0) {
   return fallback;
 }
 
+// The first line of a reply frame without its type byte ("3" for "*3\r\n...").
+std::string_view FrameLine(std::string_view f) {
+  if (f.empty()) return {};
+  const size_t eol = f.find('\r');
+  return f.substr(1, eol == std::string_view::npos ? std::string_view::npos : eol - 1);
+}
+
+// How a reply looks, for error messages: "an array of 2", "the integer 5", "nil".
+std::string DescribeFrame(std::string_view f) {
+  if (f.empty()) return "nothing";
+  const std::string_view line = FrameLine(f);
+  auto quoted = [](std::string_view s) {
+    return "'" + std::string(s.substr(0, 60)) + (s.size() > 60 ? "...'" : "'");
+  };
+  switch (f[0]) {
+    case '*':
+      return line == "-1" ? "a nil array" : "an array of " + std::string(line);
+    case ':':
+      return "the integer " + std::string(line);
+    case '$':
+      return line == "-1" ? "nil" : "a bulk string of " + std::string(line) + " bytes";
+    case '+':
+      return "the status " + quoted(line);
+    case '-':
+      return "the error " + quoted(line);
+    default:
+      return "a reply of unknown type";
+  }
+}
+
+// The same, for a reply hiredis decoded (null: it could not).
+std::string Described(const redisReply* r, std::string_view f) {
+  return r == nullptr ? "a reply that could not be decoded" : DescribeFrame(f);
+}
+
+std::string Unexpected(const ReplyCheck& c, std::string_view detail) {
+  return protocol::errors::UnexpectedUpstreamReply(What(c), detail);
+}
+
+// The client's reply for an error reply `frame` the upstream sent to request `c`. Errors about
+// the server's state (OOM, READONLY, LOADING, NOAUTH, NOPERM, BUSY, MASTERDOWN, MISCONF, ...)
+// reach the client as they are: RedisBloom on that server would answer them too. ERR and
+// WRONGTYPE say that a key of the filter is not what the plan wrote (or that the upstream does
+// not know a command), which RedisBloom would never answer for a filter: they become an
+// unexpected-reply error that quotes them. So does an error without an upper-case code.
+std::string UpstreamError(std::string_view frame, const ReplyCheck& c) {
+  const std::string_view text = FrameLine(frame);
+  const std::string_view code = text.substr(0, text.find(' '));
+  bool state_error = !code.empty() && code != "ERR" && code != "WRONGTYPE" && frame.size() >= 2 &&
+                     frame.substr(frame.size() - 2) == "\r\n";
+  for (char ch : code) state_error = state_error && ch >= 'A' && ch <= 'Z';
+  if (state_error) return std::string(frame);
+  return Unexpected(c, text);
+}
+
+// An integer reply (":<v>\r\n"); false for anything else.
+bool FrameInt(std::string_view f, int64_t* v) {
+  return !f.empty() && f[0] == ':' && protocol::StringToInt64(FrameLine(f), v);
+}
+
+// A count key's value: an integer >= 0.
+bool ParseCount(std::string_view s, int64_t* v) { return protocol::StringToInt64(s, v) && *v >= 0; }
+
+// Whether the reply to request `c` is what the plan expects; the error reply for the client
+// otherwise. Checked: the type, the length, every element, and the value where it is known
+// (a shard's size), so that no reply that makes no sense is ever read as 0, 1 or a count.
+bool CheckReply(StepReplies& r, size_t i, const ReplyCheck& c, std::string* error) {
+  using Kind = ReplyCheck::Kind;
+  if (c.kind == Kind::kAny) return true;
+  if (i >= r.size()) {
+    *error = Unexpected(c, "the reply is missing");
+    return false;
+  }
+  const std::string_view f = r.Frame(i);
+  if (r.IsErrorReply(i)) {
+    *error = UpstreamError(f, c);
+    return false;
+  }
+  int64_t v = 0;
+  switch (c.kind) {
+    case Kind::kAny:
+    case Kind::kNoError:
+      return true;
+    case Kind::kInteger:
+      if (FrameInt(f, &v)) return true;
+      *error = Unexpected(c, "expected an integer, got " + DescribeFrame(f));
+      return false;
+    case Kind::kLength:
+    case Kind::kPresent:
+      if (!FrameInt(f, &v)) {
+        *error = Unexpected(c, "expected an integer, got " + DescribeFrame(f));
+        return false;
+      }
+      if (v == 0) {
+        *error = Unexpected(c, "the key is missing");
+        return false;
+      }
+      if (c.kind == Kind::kLength && static_cast<uint64_t>(v) != c.n) {
+        *error = Unexpected(
+            c, "the key holds " + std::to_string(v) + " bytes, expected " + std::to_string(c.n));
+        return false;
+      }
+      return true;
+    case Kind::kBits: {
+      const std::vector<int64_t>* values = r.Ints(i);
+      if (values == nullptr || values->size() != c.n) {
+        *error = Unexpected(c, "expected an array of " + std::to_string(c.n) +
+                                   " integers 0 or 1, got " + DescribeFrame(f) +
+                                   (values == nullptr && f[0] == '*' && FrameLine(f) != "-1"
+                                        ? " with elements other than integers"
+                                        : ""));
+        return false;
+      }
+      for (int64_t b : *values) {
+        if (b != 0 && b != 1) {
+          *error = Unexpected(c, "expected bits 0 or 1, got the integer " + std::to_string(b));
+          return false;
+        }
+      }
+      return true;
+    }
+    case Kind::kBulk: {
+      const redisReply* reply = r.Get(i);
+      if (reply == nullptr || reply->type != REDIS_REPLY_STRING) {
+        *error = Unexpected(c, "expected a bulk string, got " + Described(reply, f));
+        return false;
+      }
+      if (reply->len == 0) {
+        *error = Unexpected(c, "the key is missing");
+        return false;
+      }
+      if (reply->len != c.n) {
+        *error = Unexpected(c, "the key holds " + std::to_string(reply->len) +
+                                   " bytes in the range, expected " + std::to_string(c.n));
+        return false;
+      }
+      return true;
+    }
+    case Kind::kCounts: {
+      const redisReply* reply = r.Get(i);
+      if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != c.n) {
+        *error = Unexpected(
+            c, "expected an array of " + std::to_string(c.n) + ", got " + Described(reply, f));
+        return false;
+      }
+      for (size_t l = 0; l < reply->elements; ++l) {
+        const redisReply* e = reply->element[l];
+        if (e->type == REDIS_REPLY_NIL) {
+          // MGET answers nil for a missing key and for a key of another type alike.
+          *error = Unexpected(
+              c, "the count of link " + std::to_string(l) + " is missing or not a string");
+          return false;
+        }
+        if (e->type != REDIS_REPLY_STRING || !ParseCount(Str(e), &v)) {
+          *error =
+              Unexpected(c, "the count of link " + std::to_string(l) + " is not an integer >= 0");
+          return false;
+        }
+      }
+      return true;
+    }
+    case Kind::kCount: {
+      const redisReply* reply = r.Get(i);
+      if (IsNil(reply)) {
+        *error = Unexpected(c, "the key is missing");
+        return false;
+      }
+      if (reply == nullptr || reply->type != REDIS_REPLY_STRING || !ParseCount(Str(reply), &v)) {
+        *error = Unexpected(c, "expected an integer >= 0, got " + Described(reply, f));
+        return false;
+      }
+      return true;
+    }
+  }
+  return true;
+}
+
 // The RESP bytes of a simple decoded reply (integers, statuses, errors, strings, nil): what the
 // client gets when a plan passes one of Redis's own replies through.
-std::string Reencode(const redisReply* r) {
+std::string Reencode(const redisReply* r, std::string_view command) {
   std::string out;
-  if (r == nullptr) return "-ERR upstream reply could not be decoded\r\n";
+  ReplyCheck c;
+  c.command.assign(command);
+  if (r == nullptr) return Unexpected(c, "the reply could not be decoded");
   switch (r->type) {
     case REDIS_REPLY_INTEGER:
       protocol::AppendInteger(&out, r->integer);
@@ -114,7 +350,8 @@ std::string Reencode(const redisReply* r) {
       protocol::AppendNullBulk(&out);
       break;
     default:
-      out = "-ERR unexpected upstream reply\r\n";
+      out =
+          Unexpected(c, "expected a simple reply, got an array of " + std::to_string(r->elements));
   }
   return out;
 }
@@ -158,21 +395,34 @@ std::string EncodeLink(const LinkParams& l) {
   return U64(l.bytes) + " " + U64(l.bits) + " " + U64(l.capacity) + " " + std::to_string(l.k) +
          " " + std::to_string(l.n2) + " " + DoubleBits(l.error) + " " + DoubleBits(l.bpe);
 }
+// A link field, with what the bit maths needs of it: bits = bytes * 8 (positions stay in the
+// key), 0 < k < 1000, an error rate in (0, 1), n2 = 0 (64-bit hashes; older dumps are refused
+// at load).
 bool DecodeLink(std::string_view s, LinkParams* l) {
   std::string_view parts[7];
   size_t n = 0;
   while (n < 7) {
     size_t sp = s.find(' ');
     parts[n++] = s.substr(0, sp);
-    if (sp == std::string_view::npos) break;
+    if (sp == std::string_view::npos) {
+      s = {};
+      break;
+    }
     s.remove_prefix(sp + 1);
   }
   uint64_t k = 0, n2 = 0;
-  return n == 7 && ParseU64(parts[0], &l->bytes) && ParseU64(parts[1], &l->bits) &&
-         ParseU64(parts[2], &l->capacity) && ParseU64(parts[3], &k) && ParseU64(parts[4], &n2) &&
-         ParseDoubleBits(parts[5], &l->error) && ParseDoubleBits(parts[6], &l->bpe) &&
-         l->bits > 0 && k > 0 && k < 1000 && (l->error > 0) &&
-         ((l->k = static_cast<uint32_t>(k)), (l->n2 = static_cast<uint8_t>(n2)), true);
+  if (n != 7 || !s.empty() || !ParseU64(parts[0], &l->bytes) || !ParseU64(parts[1], &l->bits) ||
+      !ParseU64(parts[2], &l->capacity) || !ParseU64(parts[3], &k) || !ParseU64(parts[4], &n2) ||
+      !ParseDoubleBits(parts[5], &l->error) || !ParseDoubleBits(parts[6], &l->bpe)) {
+    return false;
+  }
+  if (l->bytes == 0 || l->bytes > (uint64_t{1} << 59) || l->bits != l->bytes * 8 || k == 0 ||
+      k >= 1000 || n2 != 0 || !(l->error > 0 && l->error < 1) || !std::isfinite(l->bpe)) {
+    return false;
+  }
+  l->k = static_cast<uint32_t>(k);
+  l->n2 = 0;
+  return true;
 }
 
 std::string NewId() {
@@ -182,58 +432,128 @@ std::string NewId() {
   return buf;
 }
 
-// Metadata from a hash's fields (HGETALL, or HMGET of the fixed list below). Null if the hash is
-// not a filter.
-std::shared_ptr<FilterMeta> MetaFromFields(
-    std::string_view name, const std::vector<std::pair<std::string_view, std::string_view>>& f) {
+// The largest shard a filter's metadata may name: Redis strings stop at 512 MB.
+constexpr uint64_t kMaxShardBytes = 512ULL * 1024 * 1024;
+// The most shards a link may have (2^24: 1 PB in shards of 64 MiB, 1 GB in the smallest, 64
+// bytes); metadata naming more is damaged (listing its keys would exhaust memory).
+constexpr uint64_t kMaxShardsPerLink = uint64_t{1} << 24;
+
+enum class MetaStatus {
+  kFilter,     // *out is the filter's metadata
+  kNotFilter,  // no marker: a hash that is no filter
+  kDamaged,    // the marker, but fields missing or that do not parse (*problem says which)
+};
+
+// Metadata from a hash's fields (HGETALL, or HMGET of the fixed list below).
+//
+// `strict` (every BF plan: HGETALL): every field a plan uses must be there and parse, and the
+// link fields must be l0, l1, ... without a gap. Any other hash with the marker is damaged, and
+// answering from it could make up a reply (a link skipped is items not found; a capacity
+// missing is a made-up BF.INFO).
+//
+// Not strict (key-level plans, which only need the data keys' names): what parses is used,
+// and the chain ends at the first link that is missing or does not parse, so a damaged filter
+// still loses the data keys that can be named.
+MetaStatus MetaFromFields(std::string_view name,
+                          const std::vector<std::pair<std::string_view, std::string_view>>& f,
+                          bool strict, std::shared_ptr<FilterMeta>* out, std::string* problem) {
   auto meta = std::make_shared<FilterMeta>();
   bool marker = false;
-  std::vector<std::pair<uint64_t, LinkParams>> links;
+  bool have_id = false, have_error = false, have_capacity = false, have_expansion = false,
+       have_options = false, have_shard = false;
+  std::string bad;  // the first field that does not parse or is out of range
+  auto fail = [&bad](std::string_view field) {
+    if (bad.empty()) bad.assign(field);
+  };
+  std::vector<std::pair<uint64_t, std::string_view>> link_fields;
   for (const auto& [field, value] : f) {
+    uint64_t v = 0;
     if (field == kMarkerField) {
       marker = value == kMarkerValue;
     } else if (field == "id") {
+      have_id = true;
       meta->id.assign(value);
+      bool ok = !value.empty() && value.size() <= 64;
+      for (char c : value) ok = ok && std::isalnum(static_cast<unsigned char>(c));
+      if (!ok) fail(field);
     } else if (field == "error") {
-      ParseDoubleBits(value, &meta->error);
+      have_error = true;
+      if (!ParseDoubleBits(value, &meta->error) || !std::isfinite(meta->error) ||
+          !(meta->error > 0)) {
+        fail(field);
+      }
     } else if (field == "capacity") {
-      ParseU64(value, &meta->capacity);
+      have_capacity = true;
+      if (!ParseU64(value, &meta->capacity)) fail(field);
     } else if (field == "expansion") {
-      uint64_t v = 0;
-      ParseU64(value, &v);
+      have_expansion = true;
+      if (!ParseU64(value, &v) || v > UINT32_MAX) fail(field);
       meta->expansion = static_cast<uint32_t>(v);
     } else if (field == "options") {
-      uint64_t v = 0;
-      ParseU64(value, &v);
+      have_options = true;
+      if (!ParseU64(value, &v) || v > UINT32_MAX || (v & kOptHash64) == 0) fail(field);
       meta->options = static_cast<uint32_t>(v);
     } else if (field == "shard") {
-      ParseU64(value, &meta->shard_bytes);
-    } else if (field.size() > 1 && field[0] == 'l') {
-      uint64_t index = 0;
-      LinkParams l;
-      if (ParseU64(field.substr(1), &index) && DecodeLink(value, &l)) links.emplace_back(index, l);
+      have_shard = true;
+      if (!ParseU64(value, &meta->shard_bytes) || meta->shard_bytes == 0 ||
+          meta->shard_bytes > kMaxShardBytes) {
+        fail(field);
+      }
+    } else if (field.size() > 1 && field[0] == 'l' && ParseU64(field.substr(1), &v)) {
+      link_fields.emplace_back(v, value);
     }
   }
-  if (!marker || meta->id.empty() || meta->shard_bytes == 0) return nullptr;
-  std::sort(links.begin(), links.end(),
+  if (!marker) return MetaStatus::kNotFilter;
+  std::sort(link_fields.begin(), link_fields.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  // Links are used in order; a gap (a field not yet written) ends the chain.
-  for (size_t i = 0; i < links.size() && links[i].first == i; ++i) {
-    meta->links.push_back(links[i].second);
+  for (size_t i = 0; i < link_fields.size(); ++i) {
+    LinkParams l;
+    if (link_fields[i].first != i) {
+      // A gap: l<i> missing while a later link exists (links are only ever added in order).
+      if (!strict) break;
+      *problem = "the filter's metadata has no field 'l" + std::to_string(i) + "' but has 'l" +
+                 std::to_string(link_fields[i].first) + "'";
+      return MetaStatus::kDamaged;
+    }
+    // A link of more shards than any real one would have (the plans and DEL list them all).
+    if (!DecodeLink(link_fields[i].second, &l) ||
+        (meta->shard_bytes > 0 && l.bytes / meta->shard_bytes >= kMaxShardsPerLink)) {
+      if (!strict) break;
+      fail("l" + std::to_string(i));
+      break;
+    }
+    meta->links.push_back(l);
   }
-  if (meta->links.empty()) return nullptr;
+  if (strict && !meta->nonscaling()) {
+    // A scaling chain whose next links would take no items would add links for ever.
+    if (meta->capacity == 0) fail("capacity");
+    if (meta->expansion == 0) fail("expansion");
+  }
+  if (strict) {
+    const char* missing = !have_id              ? "id"
+                          : !have_shard         ? "shard"
+                          : !have_options       ? "options"
+                          : !have_error         ? "error"
+                          : !have_capacity      ? "capacity"
+                          : !have_expansion     ? "expansion"
+                          : link_fields.empty() ? "l0"
+                                                : nullptr;
+    if (missing != nullptr) {
+      *problem = std::string("the filter's metadata has no field '") + missing + "'";
+      return MetaStatus::kDamaged;
+    }
+    if (!bad.empty()) {
+      *problem = "the filter's metadata field '" + bad + "' is not valid";
+      return MetaStatus::kDamaged;
+    }
+  } else if (meta->id.empty() || meta->shard_bytes == 0 || meta->links.empty() || bad == "id" ||
+             bad == "shard") {
+    return MetaStatus::kNotFilter;
+  }
   meta->counts.assign(meta->links.size(), 0);
   meta->prefix = DataKeyPrefix(name);
-  return meta;
-}
-
-std::shared_ptr<FilterMeta> MetaFromHgetall(std::string_view name, const redisReply* r) {
-  if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return nullptr;
-  std::vector<std::pair<std::string_view, std::string_view>> fields;
-  for (size_t i = 0; i + 1 < r->elements; i += 2) {
-    fields.emplace_back(Str(r->element[i]), Str(r->element[i + 1]));
-  }
-  return MetaFromFields(name, fields);
+  *out = std::move(meta);
+  return MetaStatus::kFilter;
 }
 
 // HMGET of the fields a key-level plan needs to find a filter's data keys.
@@ -256,7 +576,12 @@ std::shared_ptr<FilterMeta> MetaFromHmget(std::string_view name, const redisRepl
       fields.emplace_back(names[i], Str(r->element[i]));
   }
   // The chain's parameters are not read: the data keys need only id, shard and links.
-  return MetaFromFields(name, fields);
+  std::shared_ptr<FilterMeta> meta;
+  std::string problem;
+  if (MetaFromFields(name, fields, /*strict=*/false, &meta, &problem) != MetaStatus::kFilter) {
+    return nullptr;
+  }
+  return meta;
 }
 
 }  // namespace
@@ -351,11 +676,15 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // BF plans.
 //
-// Every round on a known filter starts with two validation replies, TYPE and
-// HMGET name bloomproxy id l<n>: the name must still be a filter with the same id, and no link
-// beyond the ones known may exist. Otherwise the cached metadata is dropped and the command
-// starts over from the metadata (writes made in the stale round went to keys of the old id,
-// which are removed).
+// Every round on a known filter starts with a validation reply, HMGET name bloomproxy id l<n>:
+// the name must still be a filter with the same id, and no link beyond the ones known may
+// exist. Otherwise the cached metadata is dropped and the command starts over from the
+// metadata (writes made in the stale round went to keys of the old id, which are removed).
+//
+// Every other reply of a step is checked against what its request must answer (ReplyCheck)
+// before any is used: a data key missing, of another type or overwritten, a count that is no
+// integer, a reply of the wrong type or length, or an error in the middle of the pipeline ends
+// the command with an error reply, never with an answer made of it.
 
 enum class KeyState {
   kMissing,    // no such key
@@ -363,7 +692,21 @@ enum class KeyState {
   kFilter,     // the filter as cached
   kNewLink,    // the same filter, with a link the cache does not know yet
   kReplaced,   // a filter recreated under the same name (another id)
+  kError,      // the reply makes no sense, or is an error: the command ends with it
 };
+
+// The size of shard `shard` of link `link`: every shard is created at this size, and never
+// changes size afterwards.
+uint64_t ShardSize(const FilterMeta& meta, size_t link, uint64_t shard) {
+  return std::min(meta.shard_bytes, meta.links[link].bytes - shard * meta.shard_bytes);
+}
+
+// A ReplyCheck that only names a command, for errors found in the metadata.
+ReplyCheck Named(std::string_view command) {
+  ReplyCheck c;
+  c.command.assign(command);
+  return c;
+}
 
 class BfPlan : public Plan {
  public:
@@ -450,20 +793,42 @@ class BfPlan : public Plan {
         return true;
     }
   }
+  bool Adding() const {
+    return req_.command == BfCommand::kAdd || req_.command == BfCommand::kMAdd ||
+           req_.command == BfCommand::kInsert;
+  }
 
   // Every step starts with the trailing requests of the previous one; their replies are
   // skipped.
   Requests& BeginStep(PlanStep* step) {
     trailing_.MoveTo(step);
     skip_ = step->replies;
+    checks_.clear();
     return next_requests_;
   }
-  void EndStep(PlanStep* step) { next_requests_.MoveTo(step); }
+  void EndStep(PlanStep* step) { next_requests_.MoveTo(step, &checks_); }
 
   void Finish(PlanStep* step, std::string reply) {
     step->done = true;
     step->reply = std::move(reply);
     trailing_.MoveTo(step);
+  }
+
+  // Every reply of the step as its request must answer it; false and *error (the reply for
+  // the client) at the first that is not.
+  bool CheckReplies(StepReplies& r, std::string* error) const {
+    for (size_t i = 0; i < checks_.size(); ++i) {
+      if (!CheckReply(r, i, checks_[i], error)) return false;
+    }
+    return true;
+  }
+
+  // The metadata is read again from the name (it changed, or the cache was stale).
+  void Restart(PlanStep* step) {
+    cache_->Erase(name_);
+    meta_ = nullptr;
+    if (++restarts_ > kMaxRestarts) return Finish(step, std::string(kBusy));
+    Fetch(step);
   }
 
   // The reply for a key that is missing or of another type; false when the command creates
@@ -500,21 +865,66 @@ class BfPlan : public Plan {
     EndStep(step);
   }
 
-  KeyState Classify(const redisReply* type, const redisReply* hash_reply,
-                    std::shared_ptr<FilterMeta>* meta) {
-    std::string_view t = Str(type);
-    if (IsError(type) || t == "none") return KeyState::kMissing;
+  // What the name holds, from TYPE and HGETALL. A hash with the filter marker whose fields do
+  // not parse is damaged: kError, not "another type" (BF.EXISTS would answer 0 for it).
+  KeyState Classify(StepReplies& r, std::shared_ptr<FilterMeta>* meta, std::string* error) {
+    if (r.size() < checks_.size()) {
+      *error = Unexpected(checks_[r.size()], "the reply is missing");
+      return KeyState::kError;
+    }
+    if (r.IsErrorReply(0)) {
+      *error = UpstreamError(r.Frame(0), checks_[0]);
+      return KeyState::kError;
+    }
+    const redisReply* type = r.Get(0);
+    if (type == nullptr || (type->type != REDIS_REPLY_STATUS && type->type != REDIS_REPLY_STRING)) {
+      *error = Unexpected(checks_[0], "expected a type name, got " + Described(type, r.Frame(0)));
+      return KeyState::kError;
+    }
+    const std::string_view t = Str(type);
+    if (t == "none") return KeyState::kMissing;
     if (t != "hash") return KeyState::kOtherType;
-    *meta = MetaFromHgetall(name_, hash_reply);
-    return *meta ? KeyState::kFilter : KeyState::kOtherType;
+    if (r.IsErrorReply(1)) {
+      *error = UpstreamError(r.Frame(1), checks_[1]);
+      return KeyState::kError;
+    }
+    const redisReply* hash = r.Get(1);
+    if (hash == nullptr || hash->type != REDIS_REPLY_ARRAY || hash->elements % 2 != 0) {
+      *error = Unexpected(
+          checks_[1], "expected an array of field-value pairs, got " + Described(hash, r.Frame(1)));
+      return KeyState::kError;
+    }
+    std::vector<std::pair<std::string_view, std::string_view>> fields;
+    fields.reserve(hash->elements / 2);
+    for (size_t i = 0; i < hash->elements; i += 2) {
+      if (hash->element[i]->type != REDIS_REPLY_STRING ||
+          hash->element[i + 1]->type != REDIS_REPLY_STRING) {
+        *error = Unexpected(checks_[1], "expected fields and values as bulk strings");
+        return KeyState::kError;
+      }
+      fields.emplace_back(Str(hash->element[i]), Str(hash->element[i + 1]));
+    }
+    std::string problem;
+    switch (MetaFromFields(name_, fields, /*strict=*/true, meta, &problem)) {
+      case MetaStatus::kFilter:
+        return KeyState::kFilter;
+      case MetaStatus::kNotFilter:
+        return KeyState::kOtherType;
+      case MetaStatus::kDamaged:
+        break;
+    }
+    *error = Unexpected(checks_[1], problem);
+    return KeyState::kError;
   }
 
   void OnFetch(StepReplies& r, PlanStep* step) {
     std::shared_ptr<FilterMeta> meta;
-    KeyState state = r.size() >= 2 ? Classify(r.Get(0), r.Get(1), &meta) : KeyState::kMissing;
+    std::string error;
+    const KeyState state = Classify(r, &meta, &error);
     if (state != KeyState::kFilter) {
       cache_->Erase(name_);
       meta_ = nullptr;
+      if (state == KeyState::kError) return Finish(step, error);
       if (ReplyForAbsent(state, step)) return;
       if (req_.command == BfCommand::kLoadChunk) {
         // The header is looked at once the key is known to be free, as RedisBloom does.
@@ -524,6 +934,12 @@ class BfPlan : public Plan {
         bool old_format = (header_.options & kOptHash64) == 0;
         for (const DumpLink& l : header_.links) old_format = old_format || l.params.n2 != 0;
         if (old_format) return Finish(step, std::string(kOldDump));
+        // A scaling chain whose new links would take no items (RedisBloom never writes one:
+        // BF.RESERVE refuses a capacity or expansion of 0) would add links for ever.
+        if ((header_.options & kOptNoScaling) == 0 &&
+            (header_.expansion == 0 || header_.links[0].params.capacity == 0)) {
+          return Finish(step, std::string(kBadData));
+        }
       }
       return Create(step);
     }
@@ -541,27 +957,41 @@ class BfPlan : public Plan {
   void FetchCounts(PlanStep* step) {
     phase_ = Phase::kCounts;
     Requests& req = BeginStep(step);
-    req.Add(CountsRequest());
+    AddValidation(&req);
+    AddCounts(&req);
     EndStep(step);
   }
 
-  std::vector<std::string> CountsRequest() const {
+  // MGET of the count keys: each must hold an integer >= 0 (nil is a count key missing or of
+  // another type: the filter is damaged, and 0 would be a made-up count).
+  void AddCounts(Requests* req) const {
     std::vector<std::string> args = {"MGET"};
     for (size_t l = 0; l < meta_->links.size(); ++l) args.push_back(meta_->CountKey(l));
-    return args;
+    req->Add(args);
+    ReplyCheck& c = req->Last();
+    c.kind = ReplyCheck::Kind::kCounts;
+    c.role = ReplyCheck::Role::kCounts;
+    c.n = meta_->links.size();
   }
 
+  // The MGET reply, already checked (kCounts).
   void ApplyCounts(const redisReply* r) {
-    if (r == nullptr || r->type != REDIS_REPLY_ARRAY) return;
-    for (size_t l = 0; l < meta_->links.size() && l < r->elements; ++l) {
-      meta_->counts[l] = Int(r->element[l], 0);
+    for (size_t l = 0; l < meta_->links.size(); ++l) {
+      int64_t v = 0;
+      ParseCount(Str(r->element[l]), &v);
+      meta_->counts[l] = v;
     }
     const size_t last = meta_->links.size() - 1;
     link_full_ = meta_->counts[last] >= static_cast<int64_t>(meta_->links[last].capacity);
   }
 
   void OnCounts(StepReplies& r, PlanStep* step) {
-    if (!r.empty()) ApplyCounts(r.Get(0));
+    std::string error;
+    const KeyState state = Validate(r, &error);
+    if (state == KeyState::kError) return Finish(step, error);
+    if (state != KeyState::kFilter) return Restart(step);
+    if (!CheckReplies(r, &error)) return Finish(step, error);
+    ApplyCounts(r.Get(kValidationReplies));
     Main(step);
   }
 
@@ -573,12 +1003,30 @@ class BfPlan : public Plan {
   void AddValidation(Requests* req) {
     req->Add({"HMGET", name_, kMarkerField, "id", "l" + std::to_string(meta_->links.size())});
   }
-  KeyState Validate(const redisReply* hmget) {
-    if (hmget == nullptr) return KeyState::kMissing;
-    if (hmget->type == REDIS_REPLY_ERROR) {
-      return Str(hmget).substr(0, 9) == "WRONGTYPE" ? KeyState::kOtherType : KeyState::kMissing;
+  KeyState Validate(StepReplies& r, std::string* error) {
+    const ReplyCheck& c = checks_[0];
+    if (r.empty()) {
+      *error = Unexpected(c, "the reply is missing");
+      return KeyState::kError;
     }
-    if (hmget->type != REDIS_REPLY_ARRAY || hmget->elements != 3) return KeyState::kOtherType;
+    const std::string_view f = r.Frame(0);
+    if (r.IsErrorReply(0)) {
+      if (f.substr(0, 10) == "-WRONGTYPE") return KeyState::kOtherType;
+      *error = UpstreamError(f, c);
+      return KeyState::kError;
+    }
+    const redisReply* hmget = r.Get(0);
+    if (hmget == nullptr || hmget->type != REDIS_REPLY_ARRAY || hmget->elements != 3) {
+      *error = Unexpected(c, "expected an array of 3, got " + Described(hmget, f));
+      return KeyState::kError;
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      const int t = hmget->element[i]->type;
+      if (t != REDIS_REPLY_NIL && t != REDIS_REPLY_STRING) {
+        *error = Unexpected(c, "expected bulk strings or nils, got other values");
+        return KeyState::kError;
+      }
+    }
     if (IsNil(hmget->element[0])) return KeyState::kMissing;
     if (Str(hmget->element[0]) != kMarkerValue) return KeyState::kOtherType;
     if (Str(hmget->element[1]) != meta_->id) return KeyState::kReplaced;
@@ -642,7 +1090,9 @@ class BfPlan : public Plan {
       hset.push_back(EncodeLink(meta->links[l]));
     }
     req.Add(hset);
+    req.Last().kind = ReplyCheck::Kind::kInteger;
     req.Add({"RENAMENX", tmp, name_});
+    req.Last().kind = ReplyCheck::Kind::kInteger;
     EndStep(step);
     pending_meta_ = meta;
   }
@@ -656,31 +1106,60 @@ class BfPlan : public Plan {
   // wins; a later one must not overwrite bits already set).
   static void AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count,
                           bool shared) {
-    const uint64_t bytes = meta.links[link].bytes;
     const uint64_t shards = meta.ShardCount(link);
     for (uint64_t s = 0; s < shards; ++s) {
-      const uint64_t len = std::min(meta.shard_bytes, bytes - s * meta.shard_bytes);
+      const uint64_t len = ShardSize(meta, link, s);
       const std::string key = meta.BitsKey(link, s);
+      auto describe = [&](ReplyCheck::Kind kind) {
+        ReplyCheck& c = req->Last();
+        c.kind = kind;
+        c.role = ReplyCheck::Role::kShard;
+        c.link = static_cast<uint32_t>(link);
+        c.shard = s;
+        c.n = len;
+      };
       if (!shared) {
         req->Add({"SETRANGE", key, U64(len - 1), std::string_view("\0", 1)});
+        describe(ReplyCheck::Kind::kLength);
         continue;
       }
       const std::string tmp = key + ":" + NewId();
       req->Add({"SETRANGE", tmp, U64(len - 1), std::string_view("\0", 1)});
+      describe(ReplyCheck::Kind::kLength);
       req->Add({"RENAMENX", tmp, key});
+      describe(ReplyCheck::Kind::kInteger);
       req->Add({"UNLINK", tmp});
+      describe(ReplyCheck::Kind::kNoError);
     }
     req->Add({"SET", meta.CountKey(link), std::to_string(count), "NX"});
+    ReplyCheck& c = req->Last();
+    c.kind = ReplyCheck::Kind::kNoError;
+    c.role = ReplyCheck::Role::kCount;
+    c.link = static_cast<uint32_t>(link);
   }
 
   void OnCreate(StepReplies& r, PlanStep* step) {
-    const bool won = !r.empty() && Int(r.Get(r.size() - 1), 0) == 1;
     std::shared_ptr<FilterMeta> meta = std::move(pending_meta_);
-    if (!won) {
-      // Someone else holds the name: remove what was prepared and answer from what is there.
+    std::string error;
+    int64_t renamed = -1;
+    if (CheckReplies(r, &error)) {
+      FrameInt(r.Frame(checks_.size() - 1), &renamed);
+      if (renamed != 0 && renamed != 1) {
+        error = Unexpected(checks_.back(),
+                           "expected 0 or 1, got the integer " + std::to_string(renamed));
+      }
+    } else if (r.size() >= checks_.size()) {
+      FrameInt(r.Frame(checks_.size() - 1), &renamed);
+    }
+    if (renamed != 1 || !error.empty()) {
+      // Someone else holds the name, or a write failed: remove what was prepared. A filter
+      // published with a write that failed is removed too (nobody used it yet: it is a round
+      // trip old), so the name is as it was and the next command on it starts afresh.
       std::vector<std::string> args = {"UNLINK", meta->prefix + ":bf:" + meta->id + ":new"};
       for (std::string& k : meta->DataKeys()) args.push_back(std::move(k));
+      if (renamed == 1) args.push_back(name_);
       trailing_.Add(args);
+      if (!error.empty()) return Finish(step, error);
       if (++restarts_ > kMaxRestarts) return Finish(step, std::string(kBusy));
       return Fetch(step);
     }
@@ -704,24 +1183,33 @@ class BfPlan : public Plan {
     Requests& req = BeginStep(step);
     AddLinkKeys(&req, *next, l, 0, /*shared=*/true);
     req.Add({"HSETNX", name_, "l" + std::to_string(l), EncodeLink(next->links[l])});
+    req.Last().kind = ReplyCheck::Kind::kInteger;
     req.Add({"GET", next->CountKey(l)});
+    req.Last().kind = ReplyCheck::Kind::kCount;
+    req.Last().role = ReplyCheck::Role::kCount;
+    req.Last().link = static_cast<uint32_t>(l);
     req.Add({"PEXPIRETIME", name_});
+    req.Last().kind = ReplyCheck::Kind::kInteger;
     EndStep(step);
     pending_meta_ = next;
   }
 
   void OnCreateLink(StepReplies& r, PlanStep* step) {
-    meta_ = std::move(pending_meta_);
+    std::shared_ptr<FilterMeta> next = std::move(pending_meta_);
+    std::string error;
+    if (!CheckReplies(r, &error)) return Finish(step, error);
+    meta_ = next;
     const size_t l = meta_->links.size() - 1;
-    if (r.size() >= 3) {
-      meta_->counts[l] = Int(r.Get(r.size() - 2), 0);
-      const int64_t expire_at = Int(r.Get(r.size() - 1), -1);
-      if (expire_at > 0) {
-        for (uint64_t s = 0; s < meta_->ShardCount(l); ++s) {
-          trailing_.Add({"PEXPIREAT", meta_->BitsKey(l, s), std::to_string(expire_at)});
-        }
-        trailing_.Add({"PEXPIREAT", meta_->CountKey(l), std::to_string(expire_at)});
+    const size_t n = checks_.size();
+    int64_t count = 0, expire_at = -1;
+    ParseCount(Str(r.Get(n - 2)), &count);
+    FrameInt(r.Frame(n - 1), &expire_at);
+    meta_->counts[l] = count;
+    if (expire_at > 0) {
+      for (uint64_t s = 0; s < meta_->ShardCount(l); ++s) {
+        trailing_.Add({"PEXPIREAT", meta_->BitsKey(l, s), std::to_string(expire_at)});
       }
+      trailing_.Add({"PEXPIREAT", meta_->CountKey(l), std::to_string(expire_at)});
     }
     link_full_ = meta_->counts[l] >= static_cast<int64_t>(meta_->links[l].capacity);
     cache_->Put(name_, meta_);
@@ -753,10 +1241,13 @@ class BfPlan : public Plan {
   }
 
   void OnMain(StepReplies& r, PlanStep* step) {
-    if (r.size() < kValidationReplies) return Finish(step, "-ERR upstream reply missing\r\n");
-    const KeyState state = Validate(r.Get(0));
-    const bool adding = req_.command == BfCommand::kAdd || req_.command == BfCommand::kMAdd ||
-                        req_.command == BfCommand::kInsert;
+    std::string error;
+    const KeyState state = Validate(r, &error);
+    const bool adding = Adding();
+    if (state == KeyState::kError) {
+      if (adding) ReleaseAfterError(r);
+      return Finish(step, error);
+    }
     if (state == KeyState::kNewLink && adding && add_stage_ == AddStage::kSet) {
       // Another proxy added a link: this round's bits went into a link that is now older,
       // which keeps the items findable. Count them there and reload before the next round.
@@ -774,10 +1265,11 @@ class BfPlan : public Plan {
         trailing_.Add(args);
       }
       round_wrote_ = false;
-      cache_->Erase(name_);
-      meta_ = nullptr;
-      if (++restarts_ > kMaxRestarts) return Finish(step, std::string(kBusy));
-      return Fetch(step);
+      return Restart(step);
+    }
+    if (!CheckReplies(r, &error)) {
+      if (adding) ReleaseAfterError(r);
+      return Finish(step, error);
     }
     switch (req_.command) {
       case BfCommand::kAdd:
@@ -794,13 +1286,28 @@ class BfPlan : public Plan {
       case BfCommand::kInfo:
         return OnCountsRound(r, step);
       case BfCommand::kLoadChunk:
-        for (size_t i = kValidationReplies; i < r.size(); ++i) {
-          if (IsError(r.Get(i))) return Finish(step, Reencode(r.Get(i)));
-        }
         return Finish(step, "+OK\r\n");
       case BfCommand::kReserve:
         return Finish(step, std::string(kItemExists));
     }
+  }
+
+  // An add round that ends with an error gives back the places it reserved. A count key that
+  // was missing (STRLEN 0, and INCRBY answered just this round's reservation) was created by
+  // the INCRBY: it is removed again, so the filter stays visibly damaged instead of going on
+  // with a count that restarted from nothing.
+  void ReleaseAfterError(StepReplies& r) {
+    if (add_stage_ == AddStage::kSet) {
+      Release(placed_);
+      return;
+    }
+    int64_t after = 0;
+    if (incr_at_ >= r.size() || !FrameInt(r.Frame(incr_at_), &after)) return;  // nothing reserved
+    if (after == reserve_ && count_len_at_ < r.size() && r.Frame(count_len_at_) == ":0\r\n") {
+      trailing_.Add({"UNLINK", meta_->CountKey(meta_->links.size() - 1)});
+      return;
+    }
+    Release(reserve_);
   }
 
   // Bit offsets of item `item` in link `link`: appends (shard, offset in the shard).
@@ -824,26 +1331,27 @@ class BfPlan : public Plan {
   // Where each item's bits are in the replies of a set of BITFIELD commands.
   struct BitOps {
     std::vector<uint64_t> shards;   // the shard of each command
+    std::vector<uint32_t> ops;      // the number of ops of each command
     uint32_t k = 0;                 // ops per item
     std::vector<uint32_t> command;  // per op, item-major: the command holding it
     std::vector<uint32_t> index;    // per op: its position in that command
+    std::vector<uint64_t> offsets;  // per op: its bit offset in its shard
+    size_t first = 0;               // the step's reply index of the first command
   };
 
-  // One BITFIELD (SET u1 <off> 1 per bit) or BITFIELD_RO (GET u1 <off>) per shard of `link`
-  // that `items` touch, the ops in item order.
-  void AddBitfield(Requests* req, size_t link, const std::vector<size_t>& items, bool set,
-                   BitOps* ops) {
-    // Encoded straight to RESP, one append per op: a batch may carry thousands of ops.
-    std::vector<uint64_t> offsets;
-    std::vector<uint32_t> ops_per_command;
+  // The ops of one BITFIELD (SET u1 <off> 1 per bit) or BITFIELD_RO (GET u1 <off>) per shard
+  // of `link` that `items` touch, in item order.
+  void PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops) {
     std::vector<std::pair<uint64_t, uint64_t>> offs;
     ops->shards.clear();
+    ops->ops.clear();
     ops->k = meta_->links[link].k;
     ops->command.clear();
     ops->index.clear();
+    ops->offsets.clear();
     ops->command.reserve(items.size() * ops->k);
     ops->index.reserve(items.size() * ops->k);
-    offsets.reserve(items.size() * ops->k);
+    ops->offsets.reserve(items.size() * ops->k);
     for (size_t j = 0; j < items.size(); ++j) {
       offs.clear();
       ItemOffsets(items[j], link, &offs);
@@ -852,13 +1360,35 @@ class BfPlan : public Plan {
         while (c < ops->shards.size() && ops->shards[c] != shard) ++c;
         if (c == ops->shards.size()) {
           ops->shards.push_back(shard);
-          ops_per_command.push_back(0);
+          ops->ops.push_back(0);
         }
         ops->command.push_back(static_cast<uint32_t>(c));
-        ops->index.push_back(ops_per_command[c]++);
-        offsets.push_back(off);
+        ops->index.push_back(ops->ops[c]++);
+        ops->offsets.push_back(off);
       }
     }
+  }
+
+  // STRLEN of shards of `link`: each must have the size it was created with. A shard deleted
+  // or overwritten would otherwise read as zeros (BITFIELD_RO of a missing key), and BITFIELD
+  // would create it anew, small, answering "new" for items the filter had.
+  void AddShardLengths(Requests* req, size_t link, const std::vector<uint64_t>& shards) const {
+    for (uint64_t s : shards) {
+      req->Add({"STRLEN", meta_->BitsKey(link, s)});
+      ReplyCheck& c = req->Last();
+      c.kind = ReplyCheck::Kind::kLength;
+      c.role = ReplyCheck::Role::kShard;
+      c.link = static_cast<uint32_t>(link);
+      c.shard = s;
+      c.n = ShardSize(*meta_, link, s);
+    }
+  }
+
+  // The BITFIELD (set) or BITFIELD_RO commands of `ops`; each must answer an array of its
+  // ops' bits.
+  void AddBitfields(Requests* req, size_t link, bool set, BitOps* ops) {
+    // Encoded straight to RESP, one append per op: a batch may carry thousands of ops.
+    ops->first = req->count();
     std::string out;
     // "$3\r\nSET\r\n$2\r\nu1\r\n$<d>\r\n<offset>\r\n$1\r\n1\r\n"; an offset in a shard has
     // at most 10 digits (shards are under 512 MB).
@@ -867,15 +1397,14 @@ class BfPlan : public Plan {
     std::memcpy(op, head.data(), head.size());
     for (size_t c = 0; c < ops->shards.size(); ++c) {
       out.clear();
-      out.reserve(64 + ops_per_command[c] * 40);
-      protocol::AppendArrayHeader(&out,
-                                  2 + static_cast<int64_t>(ops_per_command[c]) * (set ? 4 : 3));
+      out.reserve(64 + ops->ops[c] * 40);
+      protocol::AppendArrayHeader(&out, 2 + static_cast<int64_t>(ops->ops[c]) * (set ? 4 : 3));
       protocol::AppendBulk(&out, set ? "BITFIELD" : "BITFIELD_RO");
       protocol::AppendBulk(&out, meta_->BitsKey(link, ops->shards[c]));
-      for (size_t x = 0; x < offsets.size(); ++x) {
+      for (size_t x = 0; x < ops->offsets.size(); ++x) {
         if (ops->command[x] != c) continue;
         char digits[24];
-        const auto res = std::to_chars(digits, digits + sizeof(digits), offsets[x]);
+        const auto res = std::to_chars(digits, digits + sizeof(digits), ops->offsets[x]);
         const size_t n = static_cast<size_t>(res.ptr - digits);
         char* p = op + head.size();
         if (n >= 10) *p++ = static_cast<char>('0' + n / 10);
@@ -892,28 +1421,32 @@ class BfPlan : public Plan {
         }
         out.append(op, static_cast<size_t>(p - op));
       }
-      req->AddEncoded(out);
+      req->AddEncoded(out, set ? "BITFIELD" : "BITFIELD_RO");
+      ReplyCheck& check = req->Last();
+      check.kind = ReplyCheck::Kind::kBits;
+      check.role = ReplyCheck::Role::kShard;
+      check.link = static_cast<uint32_t>(link);
+      check.shard = ops->shards[c];
+      check.n = ops->ops[c];
     }
   }
 
-  // True when every bit of the j-th item reads 1 (GET's value, or SET's old value).
-  static bool AllOnes(const BitOps& ops, size_t j, StepReplies& replies, size_t first) {
+  // STRLEN of the shards `items` touch in `link`, then their BITFIELD commands.
+  void AddBitReads(Requests* req, size_t link, const std::vector<size_t>& items, BitOps* ops) {
+    PlanBits(link, items, ops);
+    AddShardLengths(req, link, ops->shards);
+    AddBitfields(req, link, /*set=*/false, ops);
+  }
+
+  // True when every bit of the j-th item reads 1 (GET's value, or SET's old value). The
+  // replies were checked (kBits).
+  static bool AllOnes(const BitOps& ops, size_t j, StepReplies& replies) {
     for (size_t x = j * ops.k; x < (j + 1) * ops.k && x < ops.command.size(); ++x) {
-      const std::vector<int64_t>* values = replies.Ints(first + ops.command[x]);
+      const std::vector<int64_t>* values = replies.Ints(ops.first + ops.command[x]);
       const size_t op = ops.index[x];
       if (values == nullptr || op >= values->size() || (*values)[op] != 1) return false;
     }
     return true;
-  }
-
-  static bool FirstError(StepReplies& replies, size_t first, size_t n, std::string* error) {
-    for (size_t c = first; c < first + n && c < replies.size(); ++c) {
-      if (replies.IsErrorReply(c)) {
-        error->assign(replies.Frame(c));
-        return true;
-      }
-    }
-    return false;
   }
 
   // ADD / MADD / INSERT, in rounds of two steps.
@@ -922,7 +1455,9 @@ class BfPlan : public Plan {
   // items the proxy expects to fit. The new count says how many of them really fit, whatever
   // other proxies are adding at the same time, so a link never takes more than its capacity
   // (which keeps the chain's error bound). When older links exist, the step also reads the
-  // items' bits there: RedisBloom adds nothing for an item an older link has.
+  // items' bits there: RedisBloom adds nothing for an item an older link has. It also checks
+  // (STRLEN) that the count key and the shards the set step will write are there, at their
+  // size, before anything is written to them.
   // The set step sets the bits of the items that fit, one BITFIELD per shard of the newest
   // link: the old values it returns say, item by item and in order, whether each is new,
   // atomically. The reservation left unused (items that were not new) is given back with
@@ -951,15 +1486,31 @@ class BfPlan : public Plan {
 
   void CheckLinks(PlanStep* step, size_t links) {
     add_stage_ = AddStage::kCheck;
+    const size_t last = meta_->links.size() - 1;
     Requests& req = BeginStep(step);
     AddValidation(&req);
-    req.Add({"INCRBY", meta_->CountKey(meta_->links.size() - 1), std::to_string(reserve_)});
-    check_ops_.assign(links, {});
-    check_first_.assign(links, 0);
-    for (size_t l = 0; l < links; ++l) {
-      check_first_[l] = req.count();
-      AddBitfield(&req, l, window_, false, &check_ops_[l]);
+    count_len_at_ = req.count();
+    req.Add({"STRLEN", meta_->CountKey(last)});
+    req.Last().kind = ReplyCheck::Kind::kPresent;
+    req.Last().role = ReplyCheck::Role::kCount;
+    req.Last().link = static_cast<uint32_t>(last);
+    if (reserve_ > 0) {
+      // The shards of the newest link the set step may write.
+      if (meta_->ShardCount(last) == 1) {
+        AddShardLengths(&req, last, {0});
+      } else {
+        BitOps planned;
+        PlanBits(last, window_, &planned);
+        AddShardLengths(&req, last, planned.shards);
+      }
     }
+    incr_at_ = req.count();
+    req.Add({"INCRBY", meta_->CountKey(last), std::to_string(reserve_)});
+    req.Last().kind = ReplyCheck::Kind::kInteger;
+    req.Last().role = ReplyCheck::Role::kCount;
+    req.Last().link = static_cast<uint32_t>(last);
+    check_ops_.assign(links, {});
+    for (size_t l = 0; l < links; ++l) AddBitReads(&req, l, window_, &check_ops_[l]);
     EndStep(step);
   }
 
@@ -970,9 +1521,11 @@ class BfPlan : public Plan {
     for (size_t j = 0; j < window_.size(); ++j) {
       if (!found_[j]) set_items_.push_back(window_[j]);
     }
+    const size_t last = meta_->links.size() - 1;
     Requests& req = BeginStep(step);
     AddValidation(&req);
-    AddBitfield(&req, meta_->links.size() - 1, set_items_, true, &set_ops_);
+    PlanBits(last, set_items_, &set_ops_);
+    AddBitfields(&req, last, /*set=*/true, &set_ops_);
     round_wrote_ = true;
     EndStep(step);
   }
@@ -985,17 +1538,16 @@ class BfPlan : public Plan {
     trailing_.Add({"DECRBY", meta_->CountKey(last), std::to_string(n)});
   }
 
+  // The replies were checked (CheckReplies).
   void OnAddRound(StepReplies& r, PlanStep* step) {
-    std::string error;
     const size_t last = meta_->links.size() - 1;
     const int64_t capacity = static_cast<int64_t>(meta_->links[last].capacity);
     if (add_stage_ == AddStage::kCheck) {
-      const int64_t after = r.size() > kValidationReplies ? Int(r.Get(kValidationReplies), 0) : 0;
-      for (size_t l = 0; l < check_ops_.size(); ++l) {
-        if (FirstError(r, check_first_[l], check_ops_[l].shards.size(), &error)) {
-          Release(reserve_);
-          return Finish(step, error);
-        }
+      int64_t after = 0;
+      FrameInt(r.Frame(incr_at_), &after);
+      if (after < reserve_) {
+        Release(reserve_);
+        return Finish(step, Unexpected(checks_[incr_at_], "the count was negative"));
       }
       meta_->counts[last] = after;
       // Of the places reserved, those below the capacity are this round's.
@@ -1007,7 +1559,7 @@ class BfPlan : public Plan {
       int64_t placed = 0;
       for (size_t j = 0; j < window_.size(); ++j) {
         for (size_t l = 0; l < check_ops_.size() && !found_[j]; ++l) {
-          found_[j] = AllOnes(check_ops_[l], j, r, check_first_[l]);
+          found_[j] = AllOnes(check_ops_[l], j, r);
         }
         if (!found_[j]) {
           if (granted == 0) break;
@@ -1041,10 +1593,6 @@ class BfPlan : public Plan {
       return SetBits(step);
     }
     // The set step.
-    if (FirstError(r, kValidationReplies, set_ops_.shards.size(), &error)) {
-      Release(placed_);
-      return Finish(step, error);
-    }
     int64_t added = 0;
     size_t s = 0;
     for (size_t j = 0; j < window_.size(); ++j) {
@@ -1052,7 +1600,7 @@ class BfPlan : public Plan {
         results_.push_back(kRes0);
         continue;
       }
-      const bool existed = AllOnes(set_ops_, s++, r, kValidationReplies);
+      const bool existed = AllOnes(set_ops_, s++, r);
       results_.push_back(existed ? kRes0 : kRes1);
       added += existed ? 0 : 1;
     }
@@ -1096,33 +1644,25 @@ class BfPlan : public Plan {
     Finish(step, members_.size() == 1 ? member_replies_[0] : std::string());
   }
 
-  // EXISTS / MEXISTS: one BITFIELD_RO per link and shard for all the items.
+  // EXISTS / MEXISTS: one BITFIELD_RO per link and shard for all the items (each shard's size
+  // checked in the same pipeline).
   void ExistsRound(PlanStep* step) {
     Requests& req = BeginStep(step);
     AddValidation(&req);
     std::vector<size_t> all(items_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     check_ops_.assign(meta_->links.size(), {});
-    check_first_.assign(meta_->links.size(), 0);
-    for (size_t l = 0; l < meta_->links.size(); ++l) {
-      check_first_[l] = req.count();
-      AddBitfield(&req, l, all, false, &check_ops_[l]);
-    }
+    for (size_t l = 0; l < meta_->links.size(); ++l) AddBitReads(&req, l, all, &check_ops_[l]);
     EndStep(step);
   }
 
+  // The replies were checked (CheckReplies).
   void OnExistsRound(StepReplies& r, PlanStep* step) {
-    std::string error;
-    for (size_t l = 0; l < check_ops_.size(); ++l) {
-      if (FirstError(r, check_first_[l], check_ops_[l].shards.size(), &error)) {
-        return Finish(step, error);
-      }
-    }
     results_.clear();
     for (size_t j = 0; j < items_.size(); ++j) {
       bool found = false;
       for (size_t l = 0; l < check_ops_.size() && !found; ++l) {
-        found = AllOnes(check_ops_[l], j, r, check_first_[l]);
+        found = AllOnes(check_ops_[l], j, r);
       }
       results_.push_back(found ? kRes1 : kRes0);
     }
@@ -1133,18 +1673,33 @@ class BfPlan : public Plan {
   void CountsRound(PlanStep* step) {
     Requests& req = BeginStep(step);
     AddValidation(&req);
-    req.Add(CountsRequest());
+    AddCounts(&req);
     EndStep(step);
   }
 
+  // The replies were checked (CheckReplies).
   void OnCountsRound(StepReplies& r, PlanStep* step) {
-    if (r.size() > kValidationReplies) ApplyCounts(r.Get(kValidationReplies));
+    ApplyCounts(r.Get(kValidationReplies));
     int64_t total = 0;
     uint64_t capacity = 0, bytes = 0;
+    bool counts_overflow = false, sizes_overflow = false;
     for (size_t l = 0; l < meta_->links.size(); ++l) {
-      total += meta_->counts[l];
-      capacity += meta_->links[l].capacity;
-      bytes += meta_->links[l].bytes;
+      counts_overflow = counts_overflow || __builtin_add_overflow(total, meta_->counts[l], &total);
+      sizes_overflow = sizes_overflow ||
+                       __builtin_add_overflow(capacity, meta_->links[l].capacity, &capacity) ||
+                       __builtin_add_overflow(bytes, meta_->links[l].bytes, &bytes);
+    }
+    if (counts_overflow) {
+      return Finish(
+          step, Unexpected(checks_[kValidationReplies], "the counts add up to more than 2^63 - 1"));
+    }
+    // BF.INFO: RedisBloom's Size counts its structures (32 bytes + 64 per link) and the bits.
+    const uint64_t size = 32 + 64 * meta_->links.size() + bytes;
+    constexpr uint64_t kMaxInt = static_cast<uint64_t>(INT64_MAX);
+    if (sizes_overflow || capacity > kMaxInt || size > kMaxInt || size < bytes) {
+      return Finish(step, Unexpected(Named("HGETALL"),
+                                     "the filter's link capacities or sizes add up to more "
+                                     "than 2^63 - 1"));
     }
     if (req_.command == BfCommand::kCard) return Finish(step, Integer(total));
     if (req_.command == BfCommand::kScanDump) {
@@ -1159,8 +1714,6 @@ class BfPlan : public Plan {
       protocol::AppendBulk(&out, EncodeDumpHeader(h));
       return Finish(step, out);
     }
-    // BF.INFO: RedisBloom's Size counts its structures (32 bytes + 64 per link) and the bits.
-    const uint64_t size = 32 + 64 * meta_->links.size() + bytes;
     const int64_t filters = static_cast<int64_t>(meta_->links.size());
     auto expansion = [&](std::string* o) {
       if (meta_->nonscaling()) {
@@ -1217,33 +1770,32 @@ class BfPlan : public Plan {
         const uint64_t from = std::max(chunk_.offset, s * sb) - s * sb;
         const uint64_t to = std::min(chunk_.offset + chunk_.length, (s + 1) * sb) - 1 - s * sb;
         req.Add({"GETRANGE", meta_->BitsKey(chunk_.link, s), U64(from), U64(to)});
+        // Shards have their full size: fewer bytes are a shard missing or overwritten.
+        ReplyCheck& c = req.Last();
+        c.kind = ReplyCheck::Kind::kBulk;
+        c.role = ReplyCheck::Role::kShard;
+        c.link = static_cast<uint32_t>(chunk_.link);
+        c.shard = s;
+        c.n = to - from + 1;
       }
     }
     EndStep(step);
   }
 
+  // The replies were checked (CheckReplies).
   void OnDumpRound(StepReplies& r, PlanStep* step) {
     if (chunk_.end) return Finish(step, "*2\r\n:0\r\n$0\r\n\r\n");
     std::string data;
-    const uint64_t sb = meta_->shard_bytes;
-    const uint64_t first = chunk_.offset / sb;
-    for (size_t i = kValidationReplies; i < r.size(); ++i) {
-      if (IsError(r.Get(i))) return Finish(step, Reencode(r.Get(i)));
-      const uint64_t s = first + (i - kValidationReplies);
-      const uint64_t from = std::max(chunk_.offset, s * sb);
-      const uint64_t to = std::min(chunk_.offset + chunk_.length, (s + 1) * sb);
-      std::string_view piece = Str(r.Get(i));
-      data.append(piece);
-      // A shard shorter than expected reads as zeros, as the bits it lacks are.
-      if (piece.size() < to - from) data.append(to - from - piece.size(), '\0');
-    }
+    data.reserve(chunk_.length);
+    for (size_t i = kValidationReplies; i < checks_.size(); ++i) data.append(Str(r.Get(i)));
     std::string out = "*2\r\n";
     protocol::AppendInteger(&out, req_.iterator + static_cast<int64_t>(chunk_.length));
     protocol::AppendBulk(&out, data);
     Finish(step, out);
   }
 
-  // LOADCHUNK of data: SETRANGE into the shards the chunk spans.
+  // LOADCHUNK of data: SETRANGE into the shards the chunk spans (each shard's size checked
+  // before and after).
   void LoadRound(PlanStep* step) {
     // RedisBloom's SBChain_LoadEncodedChunk: the chunk starts at iterator - length - 1.
     const int64_t len = static_cast<int64_t>(data_.size());
@@ -1268,8 +1820,15 @@ class BfPlan : public Plan {
     for (uint64_t s = offset / sb; s * sb < end; ++s) {
       const uint64_t from = std::max(offset, s * sb);
       const uint64_t to = std::min(end, (s + 1) * sb);
+      AddShardLengths(&req, link, {s});
       req.Add({"SETRANGE", meta_->BitsKey(link, s), U64(from - s * sb),
                std::string_view(data_).substr(from - offset, to - from)});
+      ReplyCheck& c = req.Last();
+      c.kind = ReplyCheck::Kind::kLength;
+      c.role = ReplyCheck::Role::kShard;
+      c.link = static_cast<uint32_t>(link);
+      c.shard = s;
+      c.n = ShardSize(*meta_, link, s);
     }
     EndStep(step);
   }
@@ -1289,14 +1848,17 @@ class BfPlan : public Plan {
   DumpHeader header_;
   Phase phase_ = Phase::kFetch;
   size_t skip_ = 0;
-  Requests trailing_;       // sent with the next step; replies skipped
-  Requests next_requests_;  // the step being built
+  Requests trailing_;               // sent with the next step; replies skipped
+  Requests next_requests_;          // the step being built
+  std::vector<ReplyCheck> checks_;  // what each reply of the step in flight must be
   int restarts_ = 0;
   bool round_wrote_ = false;
   bool reload_ = false;
-  bool link_full_ = false;  // the upstream showed the newest link full
-  int64_t reserve_ = 0;     // places asked for in the newest link this round
-  int64_t placed_ = 0;      // places granted and used by items to set
+  bool link_full_ = false;   // the upstream showed the newest link full
+  int64_t reserve_ = 0;      // places asked for in the newest link this round
+  int64_t placed_ = 0;       // places granted and used by items to set
+  size_t count_len_at_ = 0;  // check step: the reply of STRLEN of the newest count key
+  size_t incr_at_ = 0;       // check step: the reply of its INCRBY
 
   // ADD state.
   std::vector<ItemHash> hashes_;
@@ -1312,7 +1874,6 @@ class BfPlan : public Plan {
   std::vector<size_t> set_items_;
   AddStage add_stage_ = AddStage::kSet;
   std::vector<BitOps> check_ops_;
-  std::vector<size_t> check_first_;
   BitOps set_ops_;
   ChunkPos chunk_;
 };
@@ -1333,11 +1894,11 @@ class TypePlan : public Plan {
   void OnReplies(StepReplies& r, PlanStep* step) override {
     step->done = true;
     if (r.size() < 2) {
-      step->reply = "-ERR upstream reply missing\r\n";
+      step->reply = Unexpected(Named("TYPE"), "the reply is missing");
     } else if (Str(r.Get(0)) == "hash" && Str(r.Get(1)) == kMarkerValue) {
       step->reply = "+MBbloom--\r\n";
     } else {
-      step->reply = Reencode(r.Get(0));
+      step->reply = Reencode(r.Get(0), "TYPE");  // Redis's own answer about a key
     }
   }
 
@@ -1386,16 +1947,18 @@ class KeyPlan : public Plan {
           return;
         }
       }
-      step->reply = Reencode(exec);
+      step->reply = Reencode(exec, "EXEC");
       return;
     }
     const size_t n = keys_.size();
     if (exec->elements < n + 1) {
-      step->reply = "-ERR upstream reply missing\r\n";
+      step->reply =
+          Unexpected(Named("EXEC"), "expected an array of at least " + std::to_string(n + 1) +
+                                        ", got an array of " + std::to_string(exec->elements));
       return;
     }
     const redisReply* result = exec->element[n];
-    step->reply = Reencode(result);
+    step->reply = Reencode(result, args_[0]);
     std::vector<std::shared_ptr<FilterMeta>> metas(n);
     for (size_t i = 0; i < n; ++i) {
       metas[i] = MetaFromHmget(keys_[i], exec->element[i]);
@@ -1415,7 +1978,10 @@ class KeyPlan : public Plan {
       case Kind::kExpire:
       case Kind::kPersist: {
         if (!metas[0] || Int(result, 0) != 1) break;
-        const int64_t at = exec->elements > n + 1 ? Int(exec->element[n + 1], -1) : -1;
+        // PEXPIRETIME's answer: an integer, or the data keys are left as they are.
+        const redisReply* expiry = exec->elements > n + 1 ? exec->element[n + 1] : nullptr;
+        if (expiry == nullptr || expiry->type != REDIS_REPLY_INTEGER) break;
+        const int64_t at = expiry->integer;
         for (const std::string& k : metas[0]->DataKeys()) {
           if (at == -2) {
             follow.Add({"UNLINK", k});  // expired at once: the name is gone

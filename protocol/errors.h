@@ -37,6 +37,32 @@ inline constexpr std::string_view kUpstreamUnavailablePrefix = "-ERR upstream un
 inline constexpr std::string_view kShuttingDown =
     "-ERR upstream unavailable (proxy shutting down)\r\n";
 
+// A reply the upstream sent that a BF plan cannot make sense of (a filter's data key of
+// another type, missing or overwritten, metadata that does not parse, a reply of the wrong
+// type or length): the command gets this error instead of an answer. Redis has no equivalent.
+inline constexpr std::string_view kUnexpectedUpstreamPrefix =
+    "-ERR bloomproxy: unexpected reply from upstream";
+
+// "-ERR bloomproxy: unexpected reply from upstream to <what>: <detail>\r\n". `what` names the
+// upstream command and the key's role ("BITFIELD_RO of link 0 shard 0"), `detail` the problem
+// (it may quote the upstream's own error). CR and LF become spaces, and each part is cut at
+// 200 bytes, so the reply is always one well-formed error line.
+inline std::string UnexpectedUpstreamReply(std::string_view what, std::string_view detail) {
+  std::string out(kUnexpectedUpstreamPrefix);
+  auto append = [&out](std::string_view s) {
+    constexpr size_t kMax = 200;
+    const size_t n = s.size() < kMax ? s.size() : kMax;
+    for (size_t i = 0; i < n; ++i) out.push_back(s[i] == '\r' || s[i] == '\n' ? ' ' : s[i]);
+    if (s.size() > kMax) out.append("...");
+  };
+  out.append(" to ");
+  append(what);
+  out.append(": ");
+  append(detail);
+  out.append("\r\n");
+  return out;
+}
+
 // Redis's "wrong number of arguments for '%s' command" with the name lower-cased as given.
 std::string WrongArity(std::string_view command);
 // Redis's "unknown command '%.128s', with args beginning with: 'a' 'b' ".

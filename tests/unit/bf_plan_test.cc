@@ -1,0 +1,942 @@
+// BF plans fed upstream replies that make no sense (no sockets): a filter's keys changed under
+// the plan (deleted, of another type, overwritten), and replies of the wrong type or length,
+// errors in the middle of a pipeline, undecodable or truncated frames. Each must end the command
+// with an error reply, never with an answer made of the nonsense (":0", ":1", a count, an INFO
+// value), and never crash.
+//
+// The plans run against MiniRedis, a small in-memory model of the Redis commands plans send
+// (strings and hashes only), so a healthy filter gives RedisBloom's replies; each test then
+// damages its keys, or replaces the reply to one command.
+#include "filters/bf_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/bf_args.h"
+#include "filters/key_layout.h"
+#include "protocol/encoder.h"
+#include "protocol/errors.h"
+#include "protocol/reply_decoder.h"
+#include "protocol/request_parser.h"
+
+namespace bloomproxy::filters {
+namespace {
+
+constexpr std::string_view kWrongTypeText =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+const std::string kWrongTypeReply = "-" + std::string(kWrongTypeText) + "\r\n";
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The multibulk requests of a step, split into their arguments.
+std::vector<std::vector<std::string>> ParseRequests(std::string_view in) {
+  std::vector<std::vector<std::string>> out;
+  size_t pos = 0;
+  auto line = [&]() {
+    const size_t eol = in.find("\r\n", pos);
+    EXPECT_NE(eol, std::string_view::npos);
+    std::string_view l = in.substr(pos, eol - pos);
+    pos = eol + 2;
+    return l;
+  };
+  while (pos < in.size()) {
+    std::string_view head = line();
+    EXPECT_EQ(head[0], '*');
+    const int n = std::stoi(std::string(head.substr(1)));
+    std::vector<std::string> args;
+    for (int i = 0; i < n; ++i) {
+      std::string_view len = line();
+      EXPECT_EQ(len[0], '$');
+      const size_t l = std::stoul(std::string(len.substr(1)));
+      args.emplace_back(in.substr(pos, l));
+      pos += l + 2;
+    }
+    out.push_back(std::move(args));
+  }
+  return out;
+}
+
+// The Redis commands plans send, on strings and hashes, with Redis's replies.
+class MiniRedis {
+ public:
+  std::map<std::string, std::string> strings;
+  std::map<std::string, std::map<std::string, std::string>> hashes;
+  std::map<std::string, int> calls;  // per command name: how many were run
+  // Replaces a reply: called with the command (upper-case name first) and its occurrence
+  // (1 = the first of that name); a value is sent instead of the real reply (the command is
+  // not run).
+  std::function<std::optional<std::string>(const std::vector<std::string>&, int)> override;
+
+  std::string Reply(std::vector<std::string> cmd) {
+    cmd[0] = Upper(cmd[0]);
+    const int n = ++calls[cmd[0]];
+    if (override) {
+      if (std::optional<std::string> r = override(cmd, n)) return *r;
+    }
+    return Run(cmd);
+  }
+
+  bool Exists(const std::string& k) const { return strings.count(k) || hashes.count(k); }
+
+ private:
+  static std::string Int(int64_t v) {
+    std::string out;
+    protocol::AppendInteger(&out, v);
+    return out;
+  }
+  static std::string Bulk(std::string_view s) {
+    std::string out;
+    protocol::AppendBulk(&out, s);
+    return out;
+  }
+
+  std::string Run(const std::vector<std::string>& c) {
+    const std::string& name = c[0];
+    const std::string key = c.size() > 1 ? c[1] : "";
+    const bool is_hash = hashes.count(key) > 0;
+    const bool is_string = strings.count(key) > 0;
+    if (name == "TYPE") return is_string ? "+string\r\n" : is_hash ? "+hash\r\n" : "+none\r\n";
+    if (name == "HGETALL" || name == "HMGET" || name == "HGET" || name == "HSET" ||
+        name == "HSETNX") {
+      if (is_string) return kWrongTypeReply;
+      auto& h = hashes[key];
+      std::string out;
+      if (name == "HGETALL") {
+        protocol::AppendArrayHeader(&out, static_cast<int64_t>(h.size() * 2));
+        for (const auto& [f, v] : h) out += Bulk(f) + Bulk(v);
+      } else if (name == "HMGET" || name == "HGET") {
+        if (name == "HMGET") protocol::AppendArrayHeader(&out, static_cast<int64_t>(c.size() - 2));
+        for (size_t i = 2; i < c.size(); ++i) {
+          auto it = h.find(c[i]);
+          if (it == h.end()) {
+            protocol::AppendNullBulk(&out);
+          } else {
+            out += Bulk(it->second);
+          }
+        }
+      } else if (name == "HSET") {
+        int64_t added = 0;
+        for (size_t i = 2; i + 1 < c.size(); i += 2) {
+          added += h.count(c[i]) ? 0 : 1;
+          h[c[i]] = c[i + 1];
+        }
+        out = Int(added);
+      } else {
+        const bool added = h.count(c[2]) == 0;
+        if (added) h[c[2]] = c[3];
+        out = Int(added ? 1 : 0);
+      }
+      if (h.empty()) hashes.erase(key);
+      return out;
+    }
+    if (name == "MGET") {
+      std::string out;
+      protocol::AppendArrayHeader(&out, static_cast<int64_t>(c.size() - 1));
+      for (size_t i = 1; i < c.size(); ++i) {
+        auto it = strings.find(c[i]);
+        if (it == strings.end()) {
+          protocol::AppendNullBulk(&out);
+        } else {
+          out += Bulk(it->second);
+        }
+      }
+      return out;
+    }
+    if (name == "UNLINK" || name == "DEL") {
+      int64_t n = 0;
+      for (size_t i = 1; i < c.size(); ++i) n += strings.erase(c[i]) + hashes.erase(c[i]);
+      return Int(n);
+    }
+    if (name == "RENAMENX") {
+      if (!Exists(key)) return "-ERR no such key\r\n";
+      if (Exists(c[2])) return Int(0);
+      if (is_string) {
+        strings[c[2]] = strings[key];
+        strings.erase(key);
+      } else {
+        hashes[c[2]] = hashes[key];
+        hashes.erase(key);
+      }
+      return Int(1);
+    }
+    if (name == "PEXPIRETIME") return Int(Exists(key) ? -1 : -2);
+    if (name == "PEXPIREAT") return Int(Exists(key) ? 1 : 0);
+    if (name == "SET") {
+      if (c.size() > 3 && Upper(c[3]) == "NX" && Exists(key)) return "$-1\r\n";
+      hashes.erase(key);
+      strings[key] = c[2];
+      return "+OK\r\n";
+    }
+    // String commands.
+    if (is_hash) return kWrongTypeReply;
+    std::string& s = strings[key];
+    std::string reply;
+    if (name == "GET") {
+      reply = is_string ? Bulk(s) : "$-1\r\n";
+    } else if (name == "STRLEN") {
+      reply = Int(static_cast<int64_t>(s.size()));
+    } else if (name == "INCRBY" || name == "DECRBY") {
+      int64_t v = 0;
+      if (is_string && !protocol::StringToInt64(s, &v)) {
+        reply = "-ERR value is not an integer or out of range\r\n";
+      } else {
+        v += (name == "INCRBY" ? 1 : -1) * std::stoll(c[2]);
+        s = std::to_string(v);
+        reply = Int(v);
+      }
+    } else if (name == "SETRANGE") {
+      const size_t off = std::stoul(c[2]);
+      if (s.size() < off + c[3].size()) s.resize(off + c[3].size(), '\0');
+      s.replace(off, c[3].size(), c[3]);
+      reply = Int(static_cast<int64_t>(s.size()));
+    } else if (name == "GETRANGE") {
+      const size_t from = std::stoul(c[2]);
+      size_t to = std::stoul(c[3]);
+      if (s.empty() || from >= s.size()) {
+        reply = Bulk("");
+      } else {
+        to = std::min(to, s.size() - 1);
+        reply = Bulk(std::string_view(s).substr(from, to - from + 1));
+      }
+    } else if (name == "BITFIELD" || name == "BITFIELD_RO") {
+      std::vector<int64_t> values;
+      for (size_t i = 2; i < c.size();) {
+        const bool set = Upper(c[i]) == "SET";
+        const uint64_t off = std::stoull(c[i + 2]);
+        const size_t byte = off / 8;
+        const int bit = 7 - static_cast<int>(off % 8);
+        values.push_back(byte < s.size() ? (static_cast<uint8_t>(s[byte]) >> bit) & 1 : 0);
+        if (set) {
+          if (s.size() <= byte) s.resize(byte + 1, '\0');
+          if (c[i + 3] == "1") {
+            s[byte] = static_cast<char>(s[byte] | (1 << bit));
+          } else {
+            s[byte] = static_cast<char>(s[byte] & ~(1 << bit));
+          }
+        }
+        i += set ? 4 : 3;
+      }
+      protocol::AppendArrayHeader(&reply, static_cast<int64_t>(values.size()));
+      for (int64_t v : values) reply += Int(v);
+    } else {
+      reply = "-ERR unknown command '" + name + "'\r\n";
+    }
+    // Reading commands do not create keys.
+    if (!is_string && (name == "GET" || name == "STRLEN" || name == "GETRANGE" ||
+                       name == "BITFIELD_RO" || reply[0] == '-')) {
+      strings.erase(key);
+    }
+    return reply;
+  }
+};
+
+// "-ERR bloomproxy: unexpected reply from upstream to <what>: <detail>\r\n".
+std::string Nonsense(std::string_view what, std::string_view detail) {
+  return "-ERR bloomproxy: unexpected reply from upstream to " + std::string(what) + ": " +
+         std::string(detail) + "\r\n";
+}
+
+class BfPlanTest : public ::testing::Test {
+ protected:
+  // Runs one BF command as the proxy would (every step's requests answered by MiniRedis, the
+  // last step's trailing requests too) and returns the client's reply. `warm`: with the
+  // metadata cached from earlier commands (otherwise the cache starts empty).
+  std::string Bf(std::vector<std::string> args) {
+    if (!warm_) cache_ = FilterCache();
+    std::vector<std::string_view> views(args.begin(), args.end());
+    BfRequest request;
+    const std::string parse_error = ParseBfRequest(views, config_.defaults, &request);
+    EXPECT_EQ(parse_error, "");
+    return Run(MakeBfPlan(request, &cache_, &config_));
+  }
+
+  std::string Run(std::unique_ptr<Plan> plan, Plan** keep = nullptr) {
+    PlanStep step;
+    plan->Start(&step);
+    for (int round = 0; round < 200; ++round) {
+      std::vector<std::vector<std::string>> requests = ParseRequests(step.requests);
+      EXPECT_EQ(requests.size(), step.replies);
+      StepReplies replies(&decoder_);
+      for (auto& r : requests) replies.Add(redis_.Reply(r));
+      if (step.done) {
+        if (keep != nullptr) *keep = plan.release();
+        return step.reply;
+      }
+      PlanStep next;
+      plan->OnReplies(replies, &next);
+      step = std::move(next);
+    }
+    ADD_FAILURE() << "the plan did not finish";
+    return {};
+  }
+
+  // A filter "f" (defaults: 1 % error, capacity 100, one shard) holding items "a" and "b".
+  void MakeFilter(std::vector<std::string> reserve = {"BF.RESERVE", "f", "0.01", "100"}) {
+    ASSERT_EQ(Bf(reserve), "+OK\r\n");
+    ASSERT_EQ(Bf({"BF.MADD", "f", "a", "b"}), "*2\r\n:1\r\n:1\r\n");
+    ASSERT_TRUE(redis_.hashes.count("f"));
+    id_ = redis_.hashes["f"]["id"];
+    // l0: "bytes bits capacity k n2 error bpe"
+    const std::string& l0 = redis_.hashes["f"]["l0"];
+    bytes_ = std::stoull(l0.substr(0, l0.find(' ')));
+    std::string rest = l0;
+    for (int i = 0; i < 3; ++i) rest = rest.substr(rest.find(' ') + 1);
+    k_ = std::stoul(rest.substr(0, rest.find(' ')));
+  }
+  std::string Bits(size_t link = 0, size_t shard = 0) const {
+    return BitsKey(DataKeyPrefix("f"), id_, link, shard);
+  }
+  std::string Count(size_t link = 0) const { return CountKey(DataKeyPrefix("f"), id_, link); }
+
+  // The replies of a healthy filter: the same whatever was tried on it before.
+  void ExpectHealthy() {
+    EXPECT_EQ(Bf({"BF.EXISTS", "f", "a"}), ":1\r\n");
+    EXPECT_EQ(Bf({"BF.MEXISTS", "f", "b", "zz"}), "*2\r\n:1\r\n:0\r\n");
+    EXPECT_EQ(Bf({"BF.CARD", "f"}), ":2\r\n");
+  }
+
+  // Runs `check` with an empty cache and with the filter's metadata cached, each on a fresh
+  // MiniRedis holding MakeFilter()'s filter damaged by `damage`.
+  void BothCaches(const std::function<void()>& damage, const std::function<void()>& check) {
+    for (bool warm : {false, true}) {
+      SCOPED_TRACE(warm ? "metadata cached" : "metadata not cached");
+      redis_ = MiniRedis();
+      cache_ = FilterCache();
+      warm_ = true;
+      MakeFilter();
+      warm_ = warm;
+      damage();
+      check();
+    }
+  }
+
+  MiniRedis redis_;
+  FilterCache cache_;
+  BfConfig config_;
+  protocol::ReplyDecoder decoder_;
+  bool warm_ = true;
+  std::string id_;
+  uint64_t bytes_ = 0;
+  uint32_t k_ = 0;
+};
+
+// --- the model itself ------------------------------------------------------------------------
+
+TEST_F(BfPlanTest, HealthyFilterGivesRedisBloomsReplies) {
+  MakeFilter();
+  ExpectHealthy();
+  EXPECT_EQ(Bf({"BF.ADD", "f", "a"}), ":0\r\n");
+  EXPECT_EQ(Bf({"BF.ADD", "f", "c"}), ":1\r\n");
+  EXPECT_EQ(Bf({"BF.INFO", "f", "ITEMS"}), "*1\r\n:3\r\n");
+  EXPECT_EQ(Bf({"BF.EXISTS", "nothing", "a"}), ":0\r\n");
+  EXPECT_EQ(Bf({"BF.CARD", "nothing"}), ":0\r\n");
+  EXPECT_EQ(redis_.strings[Bits()].size(), bytes_);
+  EXPECT_EQ(redis_.strings[Count()], "3");
+  EXPECT_EQ(k_, 8u);
+  warm_ = false;
+  EXPECT_EQ(Bf({"BF.MEXISTS", "f", "a", "b", "c", "zz"}), "*4\r\n:1\r\n:1\r\n:1\r\n:0\r\n");
+  EXPECT_EQ(Bf({"BF.CARD", "f"}), ":3\r\n");
+}
+
+TEST(UnexpectedUpstreamReplyTest, OneWellFormedErrorLine) {
+  EXPECT_EQ(
+      protocol::errors::UnexpectedUpstreamReply("STRLEN of link 0 shard 0", "the key is missing"),
+      "-ERR bloomproxy: unexpected reply from upstream to STRLEN of link 0 shard 0: the key "
+      "is missing\r\n");
+  EXPECT_EQ(protocol::errors::UnexpectedUpstreamReply("X", "a\r\nb"),
+            "-ERR bloomproxy: unexpected reply from upstream to X: a  b\r\n");
+  const std::string cut = protocol::errors::UnexpectedUpstreamReply("X", std::string(1000, 'y'));
+  EXPECT_EQ(cut, "-ERR bloomproxy: unexpected reply from upstream to X: " + std::string(200, 'y') +
+                     "...\r\n");
+}
+
+// --- (a) the filter's keys changed under the plan ---------------------------------------------
+
+TEST_F(BfPlanTest, BitsKeyDeleted) {
+  BothCaches([&] { redis_.strings.erase(Bits()); },
+             [&] {
+               const std::string missing =
+                   Nonsense("STRLEN of link 0 shard 0", "the key is missing");
+               EXPECT_EQ(Bf({"BF.EXISTS", "f", "a"}), missing);
+               EXPECT_EQ(Bf({"BF.MEXISTS", "f", "a", "zz"}), missing);
+               EXPECT_EQ(Bf({"BF.ADD", "f", "a"}), missing);
+               EXPECT_EQ(Bf({"BF.MADD", "f", "a", "new"}), missing);
+               EXPECT_EQ(Bf({"BF.INSERT", "f", "ITEMS", "new"}), missing);
+               // Nothing was written: the shard is not created anew (small, all zeros), and the
+               // places reserved for the adds were given back.
+               EXPECT_FALSE(redis_.Exists(Bits()));
+               EXPECT_EQ(redis_.strings[Count()], "2");
+               EXPECT_EQ(Bf({"BF.SCANDUMP", "f", "1"}),
+                         Nonsense("GETRANGE of link 0 shard 0", "the key is missing"));
+             });
+}
+
+TEST_F(BfPlanTest, BitsKeyOfAnotherType) {
+  BothCaches(
+      [&] {
+        redis_.strings.erase(Bits());
+        redis_.hashes[Bits()]["x"] = "y";
+      },
+      [&] {
+        const std::string wrongtype = Nonsense("STRLEN of link 0 shard 0", kWrongTypeText);
+        EXPECT_EQ(Bf({"BF.EXISTS", "f", "a"}), wrongtype);
+        EXPECT_EQ(Bf({"BF.ADD", "f", "new"}), wrongtype);
+        EXPECT_EQ(Bf({"BF.MADD", "f", "new", "a"}), wrongtype);
+        EXPECT_EQ(Bf({"BF.SCANDUMP", "f", "1"}),
+                  Nonsense("GETRANGE of link 0 shard 0", kWrongTypeText));
+        EXPECT_EQ(redis_.strings[Count()], "2");
+      });
+}
+
+TEST_F(BfPlanTest, BitsKeyOverwrittenWithGarbage) {
+  BothCaches([&] { redis_.strings[Bits()] = "garbage"; },
+             [&] {
+               const std::string wrong =
+                   Nonsense("STRLEN of link 0 shard 0",
+                            "the key holds 7 bytes, expected " + std::to_string(bytes_));
+               EXPECT_EQ(Bf({"BF.EXISTS", "f", "a"}), wrong);
+               EXPECT_EQ(Bf({"BF.ADD", "f", "new"}), wrong);
+               EXPECT_EQ(Bf({"BF.MADD", "f", "new", "a"}), wrong);
+               EXPECT_EQ(redis_.strings[Bits()], "garbage");
+               EXPECT_EQ(Bf({"BF.LOADCHUNK", "f", "9", "abcdefgh"}), wrong);
+             });
+}
+
+TEST_F(BfPlanTest, CountKeyDeleted) {
+  BothCaches([&] { redis_.strings.erase(Count()); },
+             [&] {
+               const std::string counts =
+                   Nonsense("MGET of the counts", "the count of link 0 is missing or not a string");
+               EXPECT_EQ(Bf({"BF.CARD", "f"}), counts);
+               EXPECT_EQ(Bf({"BF.INFO", "f"}), counts);
+               EXPECT_EQ(Bf({"BF.INFO", "f", "ITEMS"}), counts);
+               EXPECT_EQ(Bf({"BF.SCANDUMP", "f", "0"}), counts);
+               const std::string add =
+                   warm_ ? Nonsense("STRLEN of the count of link 0", "the key is missing") : counts;
+               EXPECT_EQ(Bf({"BF.ADD", "f", "new"}), add);
+               EXPECT_EQ(Bf({"BF.MADD", "f", "new", "a"}), add);
+               // The INCRBY that found no key does not leave one behind (the count would start
+               // again from this round's reservation).
+               EXPECT_FALSE(redis_.Exists(Count()));
+               // EXISTS does not read the counts: its answer is still right.
+               EXPECT_EQ(Bf({"BF.EXISTS", "f", "a"}), ":1\r\n");
+             });
+}
+
+TEST_F(BfPlanTest, CountKeyOverwritten) {
+  BothCaches([&] { redis_.strings[Count()] = "abc"; },
+             [&] {
+               const std::string counts =
+                   Nonsense("MGET of the counts", "the count of link 0 is not an integer >= 0");
+               EXPECT_EQ(Bf({"BF.CARD", "f"}), counts);
+               EXPECT_EQ(Bf({"BF.INFO", "f", "CAPACITY"}), counts);
+               EXPECT_EQ(Bf({"BF.ADD", "f", "new"}),
+                         warm_ ? Nonsense("INCRBY of the count of link 0",
+                                          "ERR value is not an integer or out of range")
+                               : counts);
+               EXPECT_EQ(redis_.strings[Count()], "abc");
+             });
+  BothCaches([&] { redis_.strings[Count()] = "-5"; },
+             [&] {
+               EXPECT_EQ(
+                   Bf({"BF.CARD", "f"}),
+                   Nonsense("MGET of the counts", "the count of link 0 is not an integer >= 0"));
+               if (warm_) {
+                 EXPECT_EQ(Bf({"BF.ADD", "f", "new"}),
+                           Nonsense("INCRBY of the count of link 0", "the count was negative"));
+                 EXPECT_EQ(redis_.strings[Count()], "-5");  // the reservation was given back
+               }
+             });
+  BothCaches(
+      [&] {
+        redis_.strings.erase(Count());
+        redis_.hashes[Count()]["x"] = "1";
+      },
+      [&] {
+        EXPECT_EQ(Bf({"BF.CARD", "f"}),
+                  Nonsense("MGET of the counts", "the count of link 0 is missing or not a string"));
+        if (warm_) {
+          EXPECT_EQ(Bf({"BF.ADD", "f", "new"}),
+                    Nonsense("STRLEN of the count of link 0", kWrongTypeText));
+        }
+      });
+}
+
+TEST_F(BfPlanTest, MetadataThatDoesNotParse) {
+  struct Case {
+    std::function<void(std::map<std::string, std::string>&)> damage;
+    std::string problem;
+  };
+  const std::vector<Case> cases = {
+      {[](auto& h) { h["l0"] = "garbage"; }, "the filter's metadata field 'l0' is not valid"},
+      {[](auto& h) { h["l0"] = h["l0"].substr(1); },
+       "the filter's metadata field 'l0' is not valid"},  // bits != bytes * 8
+      {[](auto& h) { h.erase("l0"); }, "the filter's metadata has no field 'l0'"},
+      {[](auto& h) { h["l2"] = h["l0"]; }, "the filter's metadata has no field 'l1' but has 'l2'"},
+      {[](auto& h) { h.erase("id"); }, "the filter's metadata has no field 'id'"},
+      {[](auto& h) { h["id"] = "a b"; }, "the filter's metadata field 'id' is not valid"},
+      {[](auto& h) { h["shard"] = "0"; }, "the filter's metadata field 'shard' is not valid"},
+      {[](auto& h) { h.erase("capacity"); }, "the filter's metadata has no field 'capacity'"},
+      {[](auto& h) { h["error"] = "0.01"; }, "the filter's metadata field 'error' is not valid"},
+      {[](auto& h) { h["expansion"] = "-1"; },
+       "the filter's metadata field 'expansion' is not valid"},
+      {[](auto& h) { h["options"] = "x"; }, "the filter's metadata field 'options' is not valid"},
+      // Values that parse but that the plans cannot use: a scaling chain whose new links take
+      // no items (links added for ever), a link of more shards than memory holds.
+      {[](auto& h) { h["capacity"] = "0"; }, "the filter's metadata field 'capacity' is not valid"},
+      {[](auto& h) { h["expansion"] = "0"; },
+       "the filter's metadata field 'expansion' is not valid"},
+      {[](auto& h) {
+         const std::string rest = h["l0"].substr(h["l0"].find(' ', h["l0"].find(' ') + 1));
+         h["l0"] = "1099511627776 8796093022208" + rest;  // 1 TiB in shards of 64 bytes
+         h["shard"] = "64";
+       },
+       "the filter's metadata field 'l0' is not valid"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.problem);
+    redis_ = MiniRedis();
+    warm_ = true;
+    MakeFilter();
+    c.damage(redis_.hashes["f"]);
+    warm_ = false;
+    const std::string error = Nonsense("HGETALL", c.problem);
+    for (std::vector<std::string> cmd : {std::vector<std::string>{"BF.EXISTS", "f", "a"},
+                                         {"BF.MEXISTS", "f", "a", "b"},
+                                         {"BF.ADD", "f", "a"},
+                                         {"BF.MADD", "f", "x", "y"},
+                                         {"BF.CARD", "f"},
+                                         {"BF.INFO", "f"},
+                                         {"BF.INFO", "f", "EXPANSION"},
+                                         {"BF.SCANDUMP", "f", "0"},
+                                         {"BF.RESERVE", "f", "0.1", "9"},
+                                         {"BF.INSERT", "f", "NOCREATE", "ITEMS", "a"}}) {
+      EXPECT_EQ(Bf(cmd), error) << cmd[0];
+    }
+  }
+  // A hash without the marker is another type, as before: RedisBloom's replies.
+  redis_ = MiniRedis();
+  redis_.hashes["h"]["f"] = "v";
+  EXPECT_EQ(Bf({"BF.EXISTS", "h", "a"}), ":0\r\n");
+  EXPECT_EQ(Bf({"BF.ADD", "h", "a"}), kWrongTypeReply);
+}
+
+TEST_F(BfPlanTest, DumpWhoseChainWouldNeverStopGrowingIsRefused) {
+  MakeFilter();
+  const std::string dump = Bf({"BF.SCANDUMP", "f", "0"});
+  // "*2\r\n:1\r\n$<n>\r\n<header>\r\n"; the header: total u64, links u32, options u32,
+  // expansion u32 (little-endian), then the links.
+  const size_t start = dump.find("\r\n", dump.find('$')) + 2;
+  std::string header = dump.substr(start, dump.size() - start - 2);
+  ASSERT_EQ(Bf({"BF.LOADCHUNK", "copy", "1", header}), "+OK\r\n");
+  header.replace(16, 4, std::string(4, '\0'));
+  EXPECT_EQ(Bf({"BF.LOADCHUNK", "zero", "1", header}), "-ERR received bad data\r\n");
+  EXPECT_FALSE(redis_.Exists("zero"));
+}
+
+TEST_F(BfPlanTest, LinkAddedWithDamagedFieldIsSeenByTheNextRound) {
+  BothCaches([&] { redis_.hashes["f"]["l1"] = "1 8 1 1 0 x y"; },
+             [&] {
+               const std::string error =
+                   Nonsense("HGETALL", "the filter's metadata field 'l1' is not valid");
+               EXPECT_EQ(Bf({"BF.EXISTS", "f", "a"}), error);
+               EXPECT_EQ(Bf({"BF.ADD", "f", "a"}), error);
+               EXPECT_EQ(Bf({"BF.CARD", "f"}), error);
+             });
+}
+
+// --- (b) replies of the wrong kind -----------------------------------------------------------
+
+// Replaces the reply to the `nth` command named `name` (1 = the first) with `reply`.
+std::function<std::optional<std::string>(const std::vector<std::string>&, int)> Replace(
+    std::string name, std::string reply, int nth = 1) {
+  auto seen = std::make_shared<int>(0);
+  return [=](const std::vector<std::string>& cmd, int) -> std::optional<std::string> {
+    if (cmd[0] == name && ++*seen == nth) return reply;
+    return std::nullopt;
+  };
+}
+
+struct Injection {
+  std::string command;   // the upstream command whose reply is replaced
+  std::string reply;     // what the upstream answers instead
+  std::string expected;  // the client's reply
+};
+
+class BfPlanInjectionTest : public BfPlanTest {
+ protected:
+  enum Cache { kBoth, kCachedOnly, kNotCachedOnly };
+  // Runs `cmd` on a healthy filter (metadata cached, or not) with one reply replaced.
+  void Check(const std::vector<std::string>& cmd, const std::vector<Injection>& cases,
+             Cache cache = kBoth) {
+    for (bool warm : {false, true}) {
+      if ((cache == kCachedOnly && !warm) || (cache == kNotCachedOnly && warm)) continue;
+      for (const Injection& c : cases) {
+        SCOPED_TRACE(cmd[0] + " with " + c.command + " answering " + c.reply +
+                     (warm ? " (cached)" : " (not cached)"));
+        redis_ = MiniRedis();
+        cache_ = FilterCache();
+        warm_ = true;
+        MakeFilter();
+        warm_ = warm;
+        const std::string count_before = redis_.strings[Count()];
+        redis_.override = Replace(c.command, c.reply);
+        EXPECT_EQ(Bf(cmd), c.expected);
+        EXPECT_GE(redis_.calls[c.command], 1) << c.command << " was not sent";
+        redis_.override = nullptr;
+        // Places reserved by an add that failed were given back.
+        EXPECT_EQ(redis_.strings[Count()], count_before);
+      }
+    }
+  }
+  std::string Bits0() const { return "BITFIELD_RO of link 0 shard 0"; }
+};
+
+TEST_F(BfPlanInjectionTest, ExistsNeverAnswersFromNonsense) {
+  const std::string k = std::to_string(8);  // ops per item (k of a 1 % link)
+  std::string ints_of_bulks = "*8\r\n";
+  for (int i = 0; i < 8; ++i) ints_of_bulks += "$1\r\n1\r\n";
+  std::string ones_and_a_two = "*8\r\n";
+  for (int i = 0; i < 7; ++i) ones_and_a_two += ":1\r\n";
+  ones_and_a_two += ":2\r\n";
+  const std::vector<Injection> cases = {
+      // An integer where an array is expected.
+      {"BITFIELD_RO", ":1\r\n",
+       Nonsense(Bits0(), "expected an array of 8 integers 0 or 1, got the integer 1")},
+      // Arrays of the wrong length.
+      {"BITFIELD_RO", "*1\r\n:1\r\n",
+       Nonsense(Bits0(), "expected an array of 8 integers 0 or 1, got an array of 1")},
+      {"BITFIELD_RO", "*9\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",
+       Nonsense(Bits0(), "expected an array of 8 integers 0 or 1, got an array of 9")},
+      {"BITFIELD_RO", "*0\r\n",
+       Nonsense(Bits0(), "expected an array of 8 integers 0 or 1, got an array of 0")},
+      {"BITFIELD_RO", "*-1\r\n",
+       Nonsense(Bits0(), "expected an array of 8 integers 0 or 1, got a nil array")},
+      {"BITFIELD_RO", "$-1\r\n",
+       Nonsense(Bits0(), "expected an array of 8 integers 0 or 1, got nil")},
+      {"BITFIELD_RO", "+OK\r\n",
+       Nonsense(Bits0(), "expected an array of 8 integers 0 or 1, got the status 'OK'")},
+      {"BITFIELD_RO", ints_of_bulks,
+       Nonsense(Bits0(),
+                "expected an array of 8 integers 0 or 1, got an array of 8 with elements other "
+                "than integers")},
+      {"BITFIELD_RO", ones_and_a_two, Nonsense(Bits0(), "expected bits 0 or 1, got the integer 2")},
+      // A truncated frame (as if the reply stopped short).
+      {"BITFIELD_RO", "*8\r\n:1\r\n:1\r\n",
+       Nonsense(Bits0(),
+                "expected an array of 8 integers 0 or 1, got an array of 8 with elements other "
+                "than integers")},
+      // Errors in the middle of the pipeline: Redis's ERR is nonsense here, a server state
+      // error is the upstream's own answer.
+      {"BITFIELD_RO", "-ERR unknown command 'BITFIELD_RO'\r\n",
+       Nonsense(Bits0(), "ERR unknown command 'BITFIELD_RO'")},
+      {"BITFIELD_RO", "-NOPERM this user has no permissions to run the 'bitfield_ro' command\r\n",
+       "-NOPERM this user has no permissions to run the 'bitfield_ro' command\r\n"},
+      {"BITFIELD_RO", "-oops\r\n", Nonsense(Bits0(), "oops")},
+      {"STRLEN", "-LOADING Redis is loading the dataset in memory\r\n",
+       "-LOADING Redis is loading the dataset in memory\r\n"},
+      {"STRLEN", "*0\r\n",
+       Nonsense("STRLEN of link 0 shard 0", "expected an integer, got an array of 0")},
+      {"STRLEN", "$3\r\n144\r\n",
+       Nonsense("STRLEN of link 0 shard 0", "expected an integer, got a bulk string of 3 bytes")},
+      {"STRLEN", ":-1\r\n",
+       Nonsense("STRLEN of link 0 shard 0", "the key holds -1 bytes, expected 144")},
+      // The validation reply.
+      {"HMGET", ":1\r\n", Nonsense("HMGET", "expected an array of 3, got the integer 1")},
+      {"HMGET", "*2\r\n$1\r\n1\r\n$-1\r\n",
+       Nonsense("HMGET", "expected an array of 3, got an array of 2")},
+      {"HMGET", "*3\r\n:1\r\n:2\r\n:3\r\n",
+       Nonsense("HMGET", "expected bulk strings or nils, got other values")},
+      {"HMGET", "*3\r\n$1\r\n1\r\n",
+       Nonsense("HMGET", "expected an array of 3, got a reply that could not be decoded")},
+      {"HMGET", "-ERR injected\r\n", Nonsense("HMGET", "ERR injected")},
+      {"HMGET", "-READONLY You can't write against a read only replica.\r\n",
+       "-READONLY You can't write against a read only replica.\r\n"},
+  };
+  Check({"BF.EXISTS", "f", "a"}, cases, kCachedOnly);
+  Check({"BF.MEXISTS", "f", "a", "b"},
+        {{"BITFIELD_RO", "*8\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",
+          Nonsense(Bits0(), "expected an array of 16 integers 0 or 1, got an array of 8")}},
+        kCachedOnly);
+}
+
+TEST_F(BfPlanInjectionTest, MetadataRepliesThatMakeNoSense) {
+  const std::vector<Injection> cases = {
+      {"TYPE", "-LOADING Redis is loading the dataset in memory\r\n",
+       "-LOADING Redis is loading the dataset in memory\r\n"},
+      {"TYPE", "-NOAUTH Authentication required.\r\n", "-NOAUTH Authentication required.\r\n"},
+      {"TYPE", ":1\r\n", Nonsense("TYPE", "expected a type name, got the integer 1")},
+      {"TYPE", "*1\r\n$4\r\nhash\r\n", Nonsense("TYPE", "expected a type name, got an array of 1")},
+      {"HGETALL", ":1\r\n",
+       Nonsense("HGETALL", "expected an array of field-value pairs, got the integer 1")},
+      {"HGETALL", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+       Nonsense("HGETALL", "expected an array of field-value pairs, got an array of 3")},
+      {"HGETALL", "*2\r\n$10\r\nbloomproxy\r\n:1\r\n",
+       Nonsense("HGETALL", "expected fields and values as bulk strings")},
+      {"HGETALL", "-ERR injected\r\n", Nonsense("HGETALL", "ERR injected")},
+      {"HGETALL",
+       "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n",
+       "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n"},
+  };
+  for (const auto& cmd : {std::vector<std::string>{"BF.EXISTS", "f", "a"},
+                          {"BF.ADD", "f", "x"},
+                          {"BF.CARD", "f"},
+                          {"BF.INFO", "f"}}) {
+    for (const Injection& c : cases) {
+      SCOPED_TRACE(cmd[0] + " with " + c.command + " answering " + c.reply);
+      redis_ = MiniRedis();
+      warm_ = true;
+      MakeFilter();
+      warm_ = false;
+      redis_.override = Replace(c.command, c.reply);
+      EXPECT_EQ(Bf(cmd), c.expected);
+      redis_.override = nullptr;
+      EXPECT_EQ(redis_.strings[Count()], "2");
+    }
+  }
+}
+
+TEST_F(BfPlanInjectionTest, CountsThatMakeNoSense) {
+  const std::string mget = "MGET of the counts";
+  const std::vector<Injection> cases = {
+      {"MGET", ":1\r\n", Nonsense(mget, "expected an array of 1, got the integer 1")},
+      {"MGET", "*0\r\n", Nonsense(mget, "expected an array of 1, got an array of 0")},
+      {"MGET", "*2\r\n$1\r\n2\r\n$1\r\n2\r\n",
+       Nonsense(mget, "expected an array of 1, got an array of 2")},
+      {"MGET", "*1\r\n$-1\r\n", Nonsense(mget, "the count of link 0 is missing or not a string")},
+      {"MGET", "*1\r\n$3\r\nabc\r\n", Nonsense(mget, "the count of link 0 is not an integer >= 0")},
+      {"MGET", "*1\r\n$2\r\n-1\r\n", Nonsense(mget, "the count of link 0 is not an integer >= 0")},
+      {"MGET", "*1\r\n:2\r\n", Nonsense(mget, "the count of link 0 is not an integer >= 0")},
+      {"MGET", "*1\r\n",
+       Nonsense(mget, "expected an array of 1, got a reply that could not be decoded")},
+      {"MGET", "-ERR injected\r\n", Nonsense(mget, "ERR injected")},
+      {"MGET", "-BUSY Redis is busy running a script.\r\n",
+       "-BUSY Redis is busy running a script.\r\n"},
+  };
+  Check({"BF.CARD", "f"}, cases);
+  Check({"BF.INFO", "f"}, cases);
+  Check({"BF.INFO", "f", "ITEMS"}, cases);
+  Check({"BF.SCANDUMP", "f", "0"}, cases);
+  // ADD reads the counts when the metadata is not cached.
+  Check({"BF.ADD", "f", "x"}, {cases[3], cases[4]}, kNotCachedOnly);
+}
+
+TEST_F(BfPlanInjectionTest, AddNeverAnswersFromNonsense) {
+  const std::string set = "BITFIELD of link 0 shard 0";
+  const std::string incr = "INCRBY of the count of link 0";
+  const std::vector<Injection> cases = {
+      // The check step.
+      {"INCRBY", "$1\r\n3\r\n",
+       Nonsense(incr, "expected an integer, got a bulk string of 1 bytes")},
+      {"INCRBY", "*1\r\n:3\r\n", Nonsense(incr, "expected an integer, got an array of 1")},
+      {"INCRBY", "-ERR increment or decrement would overflow\r\n",
+       Nonsense(incr, "ERR increment or decrement would overflow")},
+      {"INCRBY", "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+       "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+      {"STRLEN", ":0\r\n", Nonsense("STRLEN of the count of link 0", "the key is missing")},
+      {"STRLEN", "-ERR injected\r\n", Nonsense("STRLEN of the count of link 0", "ERR injected")},
+      // The set step: its old values say which items are new.
+      {"BITFIELD", ":0\r\n",
+       Nonsense(set, "expected an array of 8 integers 0 or 1, got the integer 0")},
+      {"BITFIELD", "*7\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n",
+       Nonsense(set, "expected an array of 8 integers 0 or 1, got an array of 7")},
+      {"BITFIELD", "*8\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:-1\r\n",
+       Nonsense(set, "expected bits 0 or 1, got the integer -1")},
+      {"BITFIELD", "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+       "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+      {"BITFIELD", "-ERR injected\r\n", Nonsense(set, "ERR injected")},
+      {"HMGET", "*1\r\n$1\r\n1\r\n",
+       Nonsense("HMGET", "expected an array of 3, got an array of 1")},
+  };
+  Check({"BF.ADD", "f", "x"}, cases, kCachedOnly);
+  Check({"BF.MADD", "f", "x", "a"},
+        {{"BITFIELD", "*8\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n",
+          Nonsense(set, "expected an array of 16 integers 0 or 1, got an array of 8")},
+         cases[0]},
+        kCachedOnly);
+  Check({"BF.INSERT", "f", "ITEMS", "x"}, {cases[6]}, kCachedOnly);
+}
+
+TEST_F(BfPlanInjectionTest, ErrorInTheMiddleOfAPipelineOnAScaledFilter) {
+  // Link 0 full: the check step reads link 0's bits and reserves places in link 1.
+  redis_ = MiniRedis();
+  warm_ = true;
+  MakeFilter({"BF.RESERVE", "f", "0.01", "2"});
+  ASSERT_EQ(Bf({"BF.ADD", "f", "c"}), ":1\r\n");
+  ASSERT_EQ(redis_.hashes["f"].count("l1"), 1u);
+  const std::string count1 = CountKey(DataKeyPrefix("f"), id_, 1);
+  ASSERT_EQ(redis_.strings[count1], "1");
+  // HMGET, STRLEN count 1, STRLEN link 1 shard 0, INCRBY, STRLEN link 0 shard 0, BITFIELD_RO
+  redis_.override = Replace("STRLEN", "-ERR injected\r\n", 2);
+  EXPECT_EQ(Bf({"BF.ADD", "f", "d"}), Nonsense("STRLEN of link 1 shard 0", "ERR injected"));
+  EXPECT_EQ(redis_.strings[count1], "1");
+  redis_.override = Replace("BITFIELD_RO", "*1\r\n:1\r\n");
+  EXPECT_EQ(Bf({"BF.ADD", "f", "d"}),
+            Nonsense("BITFIELD_RO of link 0 shard 0",
+                     "expected an array of 8 integers 0 or 1, got an array of 1"));
+  EXPECT_EQ(redis_.strings[count1], "1");
+  redis_.override = nullptr;
+  EXPECT_EQ(Bf({"BF.ADD", "f", "d"}), ":1\r\n");
+  EXPECT_EQ(Bf({"BF.CARD", "f"}), ":4\r\n");
+}
+
+TEST_F(BfPlanInjectionTest, NewLinkRepliesThatMakeNoSense) {
+  const std::vector<Injection> cases = {
+      {"GET", "$-1\r\n", Nonsense("GET of the count of link 1", "the key is missing")},
+      {"GET", "$3\r\nabc\r\n",
+       Nonsense("GET of the count of link 1",
+                "expected an integer >= 0, got a bulk string of 3 bytes")},
+      {"PEXPIRETIME", "-ERR unknown command 'PEXPIRETIME'\r\n",
+       Nonsense("PEXPIRETIME", "ERR unknown command 'PEXPIRETIME'")},
+      {"PEXPIRETIME", "$2\r\n-1\r\n",
+       Nonsense("PEXPIRETIME", "expected an integer, got a bulk string of 2 bytes")},
+      {"HSETNX", "+OK\r\n", Nonsense("HSETNX", "expected an integer, got the status 'OK'")},
+      {"SETRANGE", ":1\r\n",
+       Nonsense("SETRANGE of link 1 shard 0", "the key holds 1 bytes, expected 8")},
+      {"SETRANGE", "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+       "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+  };
+  for (const Injection& c : cases) {
+    SCOPED_TRACE(c.command + " answering " + c.reply);
+    redis_ = MiniRedis();
+    warm_ = true;
+    MakeFilter({"BF.RESERVE", "f", "0.01", "2"});
+    redis_.override = Replace(c.command, c.reply);
+    EXPECT_EQ(Bf({"BF.ADD", "f", "c"}), c.expected);
+    redis_.override = nullptr;
+    EXPECT_EQ(redis_.strings[Count()], "2");
+  }
+}
+
+TEST_F(BfPlanInjectionTest, CreationRepliesThatMakeNoSense) {
+  const std::vector<Injection> cases = {
+      {"RENAMENX", "+OK\r\n", Nonsense("RENAMENX", "expected an integer, got the status 'OK'")},
+      {"RENAMENX", ":2\r\n", Nonsense("RENAMENX", "expected 0 or 1, got the integer 2")},
+      {"SETRANGE", "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+       "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+      {"SETRANGE", ":7\r\n",
+       Nonsense("SETRANGE of link 0 shard 0", "the key holds 7 bytes, expected 144")},
+      {"SET", "-ERR injected\r\n", Nonsense("SET of the count of link 0", "ERR injected")},
+      {"HSET", "$1\r\n1\r\n",
+       Nonsense("HSET", "expected an integer, got a bulk string of 1 bytes")},
+  };
+  for (const auto& cmd : {std::vector<std::string>{"BF.ADD", "n", "x"},
+                          {"BF.RESERVE", "n", "0.01", "100"},
+                          {"BF.MADD", "n", "x", "y"}}) {
+    for (const Injection& c : cases) {
+      SCOPED_TRACE(cmd[0] + " with " + c.command + " answering " + c.reply);
+      redis_ = MiniRedis();
+      cache_ = FilterCache();
+      redis_.override = Replace(c.command, c.reply);
+      EXPECT_EQ(Bf(cmd), c.expected);
+      redis_.override = nullptr;
+      // Nothing is left behind: not the prepared keys, and not a filter published with a write
+      // that failed.
+      EXPECT_TRUE(redis_.strings.empty());
+      EXPECT_TRUE(redis_.hashes.empty());
+      // The name is free: the next command creates the filter.
+      EXPECT_EQ(Bf({"BF.ADD", "n", "x"}), ":1\r\n");
+    }
+  }
+}
+
+TEST_F(BfPlanInjectionTest, DumpAndLoadRepliesThatMakeNoSense) {
+  const std::string get = "GETRANGE of link 0 shard 0";
+  Check({"BF.SCANDUMP", "f", "1"},
+        {{"GETRANGE", "$-1\r\n", Nonsense(get, "expected a bulk string, got nil")},
+         {"GETRANGE", ":1\r\n", Nonsense(get, "expected a bulk string, got the integer 1")},
+         {"GETRANGE", "$3\r\nabc\r\n",
+          Nonsense(get, "the key holds 3 bytes in the range, expected 144")},
+         {"GETRANGE", "-ERR injected\r\n", Nonsense(get, "ERR injected")}});
+  const std::string set = "SETRANGE of link 0 shard 0";
+  Check({"BF.LOADCHUNK", "f", "9", "abcdefgh"},
+        {{"SETRANGE", ":5\r\n", Nonsense(set, "the key holds 5 bytes, expected 144")},
+         {"SETRANGE", "+OK\r\n", Nonsense(set, "expected an integer, got the status 'OK'")},
+         {"SETRANGE", "-READONLY You can't write against a read only replica.\r\n",
+          "-READONLY You can't write against a read only replica.\r\n"},
+         {"STRLEN", ":0\r\n", Nonsense("STRLEN of link 0 shard 0", "the key is missing")}});
+}
+
+TEST_F(BfPlanTest, ShardedFilterNamesTheShard) {
+  config_.max_shard_bytes = 64;  // 144 bytes: shards of 64, 64 and 16 bytes
+  MakeFilter();
+  ASSERT_EQ(redis_.strings[Bits(0, 2)].size(), 16u);
+  redis_.strings[Bits(0, 2)] = std::string(64, '\0');
+  std::string reply = Bf({"BF.MEXISTS", "f", "a", "b", "c", "d", "e", "f", "g", "h"});
+  EXPECT_EQ(reply, Nonsense("STRLEN of link 0 shard 2", "the key holds 64 bytes, expected 16"));
+  redis_.strings.erase(Bits(0, 1));
+  reply = Bf({"BF.MEXISTS", "f", "a", "b", "c", "d", "e", "f", "g", "h"});
+  EXPECT_EQ(
+      reply.rfind("-ERR bloomproxy: unexpected reply from upstream to STRLEN of link 0 shard ", 0),
+      0u)
+      << reply;
+}
+
+TEST_F(BfPlanTest, BatchOfSeveralCommandsGetsTheErrorEach) {
+  MakeFilter();
+  redis_.override = Replace("BITFIELD_RO", ":1\r\n");
+  std::vector<std::string> items = {"a", "b", "zz"};
+  BfRequest request;
+  request.command = BfCommand::kMExists;
+  request.key = "f";
+  request.items = {items[0], items[1], items[2]};
+  Plan* plan = nullptr;
+  const std::string reply =
+      Run(MakeBatchPlan(request, {{0, 1, false}, {1, 2, true}}, &cache_, &config_), &plan);
+  std::unique_ptr<Plan> owned(plan);
+  EXPECT_EQ(reply, Nonsense("BITFIELD_RO of link 0 shard 0",
+                            "expected an array of 24 integers 0 or 1, got the integer 1"));
+  // No reply of its own for any member: the runner gives each the error.
+  EXPECT_TRUE(owned->MemberReplies().empty());
+}
+
+TEST_F(BfPlanTest, TypePlanReplies) {
+  MakeFilter();
+  auto type = [&](const char* key) {
+    std::vector<std::string_view> args = {"TYPE", key};
+    return Run(MakeKeyPlan(args, &cache_));
+  };
+  EXPECT_EQ(type("f"), "+MBbloom--\r\n");
+  EXPECT_EQ(type("none"), "+none\r\n");
+  redis_.override = Replace("TYPE", "*1\r\n:1\r\n");
+  EXPECT_EQ(type("f"), Nonsense("TYPE", "expected a simple reply, got an array of 1"));
+  redis_.override = Replace("TYPE", "*2\r\n:1\r\n");
+  EXPECT_EQ(type("f"), Nonsense("TYPE", "the reply could not be decoded"));
+}
+
+// StepReplies::Ints reads only well-formed arrays of integers.
+TEST(StepRepliesTest, IntsOnlyForArraysOfIntegers) {
+  protocol::ReplyDecoder decoder;
+  StepReplies r(&decoder);
+  r.Add("*2\r\n:1\r\n:0\r\n");
+  r.Add("*2\r\n:1\r\n$1\r\n0\r\n");
+  r.Add("*2\r\n:1\r\n");
+  r.Add(":1\r\n");
+  r.Add("*-1\r\n");
+  r.Add("*1\r\n:x\r\n");
+  ASSERT_NE(r.Ints(0), nullptr);
+  EXPECT_EQ(*r.Ints(0), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(r.Ints(1), nullptr);
+  EXPECT_EQ(r.Ints(2), nullptr);
+  EXPECT_EQ(r.Ints(3), nullptr);
+  ASSERT_NE(r.Ints(4), nullptr);
+  EXPECT_TRUE(r.Ints(4)->empty());
+  EXPECT_EQ(r.Ints(5), nullptr);
+  EXPECT_EQ(r.Ints(6), nullptr);
+  EXPECT_EQ(r.Get(2), nullptr);  // truncated: hiredis cannot decode it either
+}
+
+}  // namespace
+}  // namespace bloomproxy::filters
