@@ -7,7 +7,7 @@
  *
  * Usage: bf_client -p PORT -m MODE [-h HOST] [-c CONNS] [-P PIPELINE] [-n ITEMS | -t SECS]
  *                  [-k KEY] [-b BATCH] [--capacity C] [--error E] [--nonscaling] [--seed S]
- *                  [--prefix STR] [--no-remap]
+ *                  [--prefix STR] [--no-remap] [--keep-going] [--error-log FILE]
  *        bf_client --geometry [--capacity C] [--error E] [--nonscaling]
  *        bf_client --positions [--capacity C] [--error E] [--nonscaling] ITEM...
  *
@@ -30,6 +30,11 @@
  *   bitfield-add    BITFIELD key SET u1 pos 1 (x k)     (to redis; unit = 1 item: the floor, one
  *                                                        command per item, what a proxy needs)
  *   bitfield-exists BITFIELD_RO key GET u1 pos (x k)    (to redis; unit = 1 item)
+ *   set-get         SET key:i:j item, GET key:i:j       (to either; unit = 1 item = 2 commands;
+ *                                                        checks that the GET returns the item the
+ *                                                        SET before it wrote: a correctness probe
+ *                                                        for soaks, not a bloom filter; i = the
+ *                                                        connection, j = a counter mod 4096)
  *
  * The client-side modes compute positions exactly as RedisBloom does: a = MurmurHash64A(item,
  * 0xc6a4a7935bd1e995), b = MurmurHash64A(item, a), pos_i = (a + i*b) mod bits, 0 <= i < k, for
@@ -46,8 +51,23 @@
  *   mode=M clients=C pipeline=P ops=N secs=S ops_per_sec=X cmds=N cmds_per_sec=X errors=E
  *   positive_pct=F
  * ops = items; cmds = commands sent; positive = replies meaning "new" (add modes) or "may
- * exist" (exists modes). Exit status: 0 if no error, 1 if any error reply or unexpected reply
- * (the first one is printed on stderr), 2 on a usage or connection problem.
+ * exist" (exists modes; set-get: GETs that returned the value just SET). Exit status: 0 if no
+ * error, 1 if any error reply or unexpected reply (the first one is printed on stderr), 2 on a
+ * usage or connection problem.
+ *
+ * For soaks (bench/soak.sh), where the server may fail for a while:
+ *   --keep-going     a broken connection is counted as an error and replaced (a new connection
+ *                    every 50 ms until one works, each failure counted too) instead of ending
+ *                    the worker; a read waits at most 10 s for a reply (then: a "timeout" error
+ *                    and a new connection). The replies of the batch in flight are lost (not
+ *                    retried). Exit status 1 if any error, 2 only for usage problems or when
+ *                    the first connections cannot be made. The output line gets reconnects=N.
+ *   --error-log FILE append every error to FILE, aggregated per tenth of a second (wall clock)
+ *                    and message: one line "UNIX_SECONDS.D<TAB>COUNT<TAB>MESSAGE" per (tenth,
+ *                    message), written at exit (D: the tenth the errors came in). Messages: "error reply: <the error>", "connection error: ...",
+ *                    "cannot connect: ...", "timeout: ...", "unexpected ... reply ...", and for
+ *                    set-get "write lost: ..." (GET nil after the SET replied OK) and "wrong
+ *                    value: ..." (GET returned something else than what the SET wrote).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -134,11 +154,11 @@ static unsigned item_offsets(const geometry_t *g, const char *item, size_t len, 
 
 enum mode {
   PROXY_ADD, PROXY_EXISTS, PROXY_MADD, SETBIT, GETBIT, SETBIT_MADD, LUA_ADD, LUA_EXISTS,
-  BITFIELD_ADD, BITFIELD_EXISTS
+  BITFIELD_ADD, BITFIELD_EXISTS, SET_GET
 };
 static const char *const kModeNames[] = {
   "proxy-add", "proxy-exists", "proxy-madd", "setbit", "getbit", "setbit-madd", "lua-add",
-  "lua-exists", "bitfield-add", "bitfield-exists"
+  "lua-exists", "bitfield-add", "bitfield-exists", "set-get"
 };
 #define N_MODES ((int)(sizeof kModeNames / sizeof kModeNames[0]))
 
@@ -171,6 +191,8 @@ static struct {
   int seed_set;
   const char *prefix;
   int remap;
+  int keep_going;
+  const char *error_log;
   geometry_t geo;
   char sha[41];
 } opt = {.host = "127.0.0.1", .mode = PROXY_ADD, .conns = 50, .pipeline = 1, .batch = 100,
@@ -180,7 +202,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: bf_client -p PORT -m MODE [-h HOST] [-c CONNS] [-P PIPELINE] [-n ITEMS | -t SECS]\n"
           "                 [-k KEY] [-b BATCH] [--capacity C] [--error E] [--nonscaling]\n"
-          "                 [--seed S] [--prefix STR] [--no-remap]\n"
+          "                 [--seed S] [--prefix STR] [--no-remap] [--keep-going] [--error-log FILE]\n"
           "       bf_client --geometry [--capacity C] [--error E] [--nonscaling]\n"
           "       bf_client --positions [--capacity C] [--error E] [--nonscaling] ITEM...\n"
           "modes:");
@@ -274,12 +296,27 @@ static pthread_mutex_t g_err_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_first_error[512];
 static atomic_int g_conn_failed;
 
+/* --error-log: errors aggregated per (wall-clock tenth of a second, message), in the order
+ * first seen. */
+typedef struct {
+  long long tenth, count; /* tenth: seconds since the epoch x 10 */
+  char msg[200];
+} err_entry_t;
+static err_entry_t *g_errs;
+static size_t g_n_errs, g_cap_errs;
+static long long g_errs_dropped;
+#define MAX_ERR_ENTRIES 200000
+#define READ_TIMEOUT_SECS 10
+#define STR(x) #x
+#define XSTR(x) STR(x)
+
 typedef struct {
   int index;
   long long quota; /* items to do when counted (-n) */
   redisContext *ctx;
   uint64_t rng;
-  long long ops, cmds, errors, positives;
+  long long ops, cmds, errors, positives, reconnects;
+  uint64_t counter; /* set-get: key suffix */
   struct timespec end;
 } worker_t;
 
@@ -290,13 +327,99 @@ static uint64_t splitmix64(uint64_t *state) {
   return z ^ (z >> 31);
 }
 
+/* Count an error; fmt has one %s, filled with detail. */
 static void note_error(worker_t *w, const char *fmt, const char *detail) {
   w->errors++;
+  char msg[sizeof g_errs[0].msg];
+  if (opt.error_log) {
+    snprintf(msg, sizeof msg, fmt, detail ? detail : "");
+    for (char *c = msg; *c; c++) {
+      if (*c == '\t' || *c == '\r' || *c == '\n') *c = ' ';
+    }
+  }
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
   pthread_mutex_lock(&g_err_lock);
   if (!g_first_error[0]) {
     snprintf(g_first_error, sizeof g_first_error, fmt, detail ? detail : "");
   }
+  if (opt.error_log) {
+    /* The same message in the same tenth is usually among the last few entries. */
+    long long tenth = (long long)now.tv_sec * 10 + now.tv_nsec / 100000000;
+    size_t i = g_n_errs, stop = g_n_errs > 64 ? g_n_errs - 64 : 0;
+    while (i > stop && !(g_errs[i - 1].tenth == tenth && !strcmp(g_errs[i - 1].msg, msg))) i--;
+    if (i > stop) {
+      g_errs[i - 1].count++;
+    } else if (g_n_errs < MAX_ERR_ENTRIES) {
+      if (g_n_errs == g_cap_errs) {
+        size_t cap = g_cap_errs ? 2 * g_cap_errs : 256;
+        err_entry_t *p = realloc(g_errs, cap * sizeof *p);
+        if (!p) {
+          g_errs_dropped++;
+          goto out;
+        }
+        g_errs = p;
+        g_cap_errs = cap;
+      }
+      g_errs[g_n_errs].tenth = tenth;
+      g_errs[g_n_errs].count = 1;
+      memcpy(g_errs[g_n_errs].msg, msg, sizeof msg);
+      g_n_errs++;
+    } else {
+      g_errs_dropped++;
+    }
+  }
+out:
   pthread_mutex_unlock(&g_err_lock);
+}
+
+static void write_error_log(void) {
+  if (!opt.error_log || (!g_n_errs && !g_errs_dropped)) return;
+  FILE *f = fopen(opt.error_log, "a");
+  if (!f) {
+    fprintf(stderr, "bf_client: cannot open %s: %s\n", opt.error_log, strerror(errno));
+    return;
+  }
+  for (size_t i = 0; i < g_n_errs; i++) {
+    fprintf(f, "%lld.%lld\t%lld\t%s\n", g_errs[i].tenth / 10, g_errs[i].tenth % 10, g_errs[i].count,
+            g_errs[i].msg);
+  }
+  if (g_errs_dropped) {
+    fprintf(f, "%lld.0\t%lld\t(error log full: errors not itemised)\n", (long long)time(NULL),
+            g_errs_dropped);
+  }
+  fclose(f);
+}
+
+/* --keep-going: bound the wait for a reply, so a stalled server is reported, not waited on. */
+static void set_read_timeout(redisContext *c) {
+  if (!opt.keep_going) return;
+  struct timeval tv = {READ_TIMEOUT_SECS, 0};
+  redisSetTimeout(c, tv);
+}
+
+static int stopping(void) { return atomic_load_explicit(&g_stop, memory_order_relaxed); }
+
+/* --keep-going: replace a broken connection; tries every 50 ms until it works or the run is
+ * over (returns -1 then). */
+static int reconnect(worker_t *w) {
+  if (w->ctx) redisFree(w->ctx);
+  w->ctx = NULL;
+  while (!stopping()) {
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout(opt.host, opt.port, tv);
+    if (c && !c->err) {
+      set_read_timeout(c);
+      w->ctx = c;
+      w->reconnects++;
+      return 0;
+    }
+    note_error(w, "cannot connect: %s", c ? c->errstr : "out of memory");
+    if (c) redisFree(c);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return -1;
 }
 
 static const char *reply_type_name(int t) {
@@ -328,9 +451,14 @@ static int int01(worker_t *w, const redisReply *r) {
 
 static int read_reply(worker_t *w, redisReply **out) {
   void *r = NULL;
+  errno = 0;
   if (redisGetReply(w->ctx, &r) != REDIS_OK || !r) {
-    note_error(w, "connection error: %s", w->ctx->errstr[0] ? w->ctx->errstr : "no reply");
-    atomic_store(&g_conn_failed, 1);
+    if (w->ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      note_error(w, "timeout: no reply within %s", opt.keep_going ? XSTR(READ_TIMEOUT_SECS) " s" : "the socket timeout");
+    } else {
+      note_error(w, "connection error: %s", w->ctx->errstr[0] ? w->ctx->errstr : "no reply");
+    }
+    if (!opt.keep_going) atomic_store(&g_conn_failed, 1);
     return -1;
   }
   *out = r;
@@ -353,6 +481,17 @@ static void *worker_main(void *arg) {
   char item[128];
   uint64_t offs[MAX_K];
   memcpy(item, opt.prefix, plen);
+  /* set-get: the value each unit of the batch SET, to check its GET against */
+  char (*sg_vals)[128] = NULL;
+  size_t *sg_lens = NULL;
+  if (opt.mode == SET_GET) {
+    sg_vals = malloc((size_t)opt.pipeline * sizeof *sg_vals);
+    sg_lens = malloc((size_t)opt.pipeline * sizeof *sg_lens);
+    if (!sg_vals || !sg_lens) {
+      perror("malloc");
+      exit(2);
+    }
+  }
 
   pthread_barrier_wait(&g_start);
   long long left = w->quota;
@@ -436,6 +575,22 @@ static void *worker_main(void *arg) {
             }
             nreplies++;
             break;
+          case SET_GET: {
+            char key[160];
+            int klen = snprintf(key, sizeof key, "%s:%d:%u", opt.key, w->index,
+                                (unsigned)(w->counter++ % 4096));
+            put_header(&b, '*', 3);
+            put_str(&b, "SET");
+            put_bulk(&b, key, (size_t)klen);
+            put_bulk(&b, item, ilen);
+            put_header(&b, '*', 2);
+            put_str(&b, "GET");
+            put_bulk(&b, key, (size_t)klen);
+            memcpy(sg_vals[u], item, ilen);
+            sg_lens[u] = ilen;
+            nreplies += 2;
+            break;
+          }
         }
       }
       if (opt.mode == PROXY_MADD) nreplies++;
@@ -443,7 +598,8 @@ static void *worker_main(void *arg) {
     }
     if (redisAppendFormattedCommand(w->ctx, b.p, b.len) != REDIS_OK) {
       note_error(w, "cannot queue commands: %s", w->ctx->errstr);
-      atomic_store(&g_conn_failed, 1);
+      if (opt.keep_going && reconnect(w) == 0) continue;
+      if (!opt.keep_going) atomic_store(&g_conn_failed, 1);
       break;
     }
     w->cmds += nreplies;
@@ -506,13 +662,46 @@ static void *worker_main(void *arg) {
           freeReplyObject(r);
         }
         break;
+      case SET_GET:
+        for (long long u = 0; u < batch_items && !failed; u++) {
+          if (read_reply(w, &r)) { failed = 1; break; }
+          int set_ok = r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK");
+          if (r->type == REDIS_REPLY_ERROR) {
+            note_error(w, "error reply: %s", r->str);
+          } else if (!set_ok) {
+            note_error(w, "unexpected %s reply to SET (want +OK)", reply_type_name(r->type));
+          }
+          freeReplyObject(r);
+          if (read_reply(w, &r)) { failed = 1; break; }
+          if (r->type == REDIS_REPLY_ERROR) {
+            note_error(w, "error reply: %s", r->str);
+          } else if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
+            note_error(w, "unexpected %s reply to GET (want a bulk string)",
+                       reply_type_name(r->type));
+          } else if (set_ok && r->type == REDIS_REPLY_NIL) {
+            note_error(w, "write lost: GET returned nil after the SET before it replied OK%s", "");
+          } else if (set_ok && ((size_t)r->len != sg_lens[u] ||
+                                memcmp(r->str, sg_vals[u], sg_lens[u]) != 0)) {
+            note_error(w, "wrong value: GET returned %s, not the value the SET before it wrote",
+                       r->len < 100 ? r->str : "a long string");
+          } else if (set_ok) {
+            w->positives++;
+          }
+          freeReplyObject(r);
+        }
+        break;
     }
-    if (failed) break;
+    if (failed) {
+      if (opt.keep_going && reconnect(w) == 0) continue;
+      break;
+    }
     w->ops += batch_items;
     left -= batch_items;
   }
   clock_gettime(CLOCK_MONOTONIC, &w->end);
   free(b.p);
+  free(sg_vals);
+  free(sg_lens);
   return NULL;
 }
 
@@ -599,6 +788,8 @@ int main(int argc, char **argv) {
       opt.prefix = v;
     }
     else if (!strcmp(a, "--no-remap")) opt.remap = 0;
+    else if (!strcmp(a, "--keep-going")) opt.keep_going = 1;
+    else if (!strcmp(a, "--error-log")) { NEED_VALUE(); opt.error_log = v; }
     else if (!strcmp(a, "--geometry")) geometry_only = 1;
     else if (!strcmp(a, "--positions")) positions_only = 1;
     else if (positions_only && a[0] != '-') n_items_args++, argv[n_items_args] = argv[i];
@@ -633,11 +824,12 @@ int main(int argc, char **argv) {
   if (opt.items && opt.secs > 0) die_usage("give -n or -t, not both", NULL);
   if (!opt.items && !(opt.secs > 0)) opt.secs = 5;
   if (!opt.key) {
-    opt.key = opt.mode <= PROXY_MADD ? "bfk"
+    opt.key = opt.mode == SET_GET ? "sgk"
+              : opt.mode <= PROXY_MADD ? "bfk"
               : (opt.mode == LUA_ADD || opt.mode == LUA_EXISTS) ? "bfk_lua"
                                                                    : "bfk_cs";
   }
-  if (opt.mode >= SETBIT && opt.geo.bits > (1ULL << 32)) {
+  if (opt.mode >= SETBIT && opt.mode != SET_GET && opt.geo.bits > (1ULL << 32)) {
     fprintf(stderr, "bf_client: %" PRIu64 " bits is more than one Redis string can hold (2^32)\n",
             opt.geo.bits);
     return 2;
@@ -661,6 +853,7 @@ int main(int argc, char **argv) {
     w[t].rng = opt.seed + (uint64_t)t * 0x632be59bd9b4e019ULL;
     if (opt.items) w[t].quota = opt.items / opt.conns + (t < opt.items % opt.conns ? 1 : 0);
     w[t].ctx = connect_or_die();
+    set_read_timeout(w[t].ctx);
   }
   for (int t = 0; t < opt.conns; t++) {
     int rc = pthread_create(&th[t], NULL, worker_main, &w[t]);
@@ -680,7 +873,7 @@ int main(int argc, char **argv) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR) {}
     atomic_store(&g_stop, 1);
   }
-  long long ops = 0, cmds = 0, errors = 0, pos = 0;
+  long long ops = 0, cmds = 0, errors = 0, pos = 0, reconnects = 0;
   struct timespec end = t0;
   for (int t = 0; t < opt.conns; t++) {
     pthread_join(th[t], NULL);
@@ -688,16 +881,20 @@ int main(int argc, char **argv) {
     cmds += w[t].cmds;
     errors += w[t].errors;
     pos += w[t].positives;
+    reconnects += w[t].reconnects;
     if (ts_diff(end, w[t].end) > 0) end = w[t].end;
-    redisFree(w[t].ctx);
+    if (w[t].ctx) redisFree(w[t].ctx);
   }
   double secs = ts_diff(t0, end);
   if (secs <= 0) secs = 1e-9;
   printf("mode=%s clients=%d pipeline=%d ops=%lld secs=%.3f ops_per_sec=%.0f cmds=%lld "
-         "cmds_per_sec=%.0f errors=%lld positive_pct=%.2f\n",
+         "cmds_per_sec=%.0f errors=%lld positive_pct=%.2f",
          kModeNames[opt.mode], opt.conns, opt.pipeline, ops, secs, (double)ops / secs, cmds,
          (double)cmds / secs, errors, ops ? 100.0 * (double)pos / (double)ops : 0.0);
+  if (opt.keep_going) printf(" reconnects=%lld", reconnects);
+  printf("\n");
   fflush(stdout);
+  write_error_log();
   if (errors) fprintf(stderr, "bf_client: %lld error(s); first: %s\n", errors, g_first_error);
   free(w);
   free(th);

@@ -3,8 +3,8 @@
 #
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   bench_init                 # temp dir + cleanup trap (EXIT, INT, TERM, HUP)
-#   start_redis                # -> REDIS_PORT, REDIS_PID
-#   start_bloomproxy "$REDIS_PORT"   # -> PROXY_PORT, PROXY_PID
+#   start_redis                # -> REDIS_PORT, REDIS_PID, REDIS_DIR
+#   start_bloomproxy "$REDIS_PORT"   # -> PROXY_PORT, PROXY_PID, PROXY_LOG
 #   start_nutcracker "$REDIS_PORT"   # -> TWEM_PORT, TWEM_PID
 #
 # Everything listens on 127.0.0.1 only, on ports picked at run time (never fixed ports).
@@ -54,6 +54,27 @@ _bench_signal() {
 
 # Remember a background process so cleanup kills it.
 track_pid() { _BENCH_PIDS+=("$1"); _BENCH_NAMES+=("${2:-pid $1}"); }
+
+# Forget a process the script has stopped (and reaped) itself, so cleanup never signals its pid,
+# which the kernel may hand to another process by then.
+untrack_pid() {
+  local i
+  for i in "${!_BENCH_PIDS[@]}"; do
+    if [[ "${_BENCH_PIDS[i]}" == "$1" ]]; then
+      unset '_BENCH_PIDS[i]' '_BENCH_NAMES[i]'
+    fi
+  done
+  _BENCH_PIDS=("${_BENCH_PIDS[@]}")
+  _BENCH_NAMES=("${_BENCH_NAMES[@]}")
+}
+
+# Is PID running (a zombie, exited but not reaped yet, does not count)?
+pid_alive() {
+  local state
+  kill -0 "$1" 2>/dev/null || return 1
+  state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" || return 1
+  [[ -n "$state" && "$state" != Z && "$state" != X ]]
+}
 
 # Stop one process: SIGTERM, wait up to ~5 s, then SIGKILL.
 stop_pid() {
@@ -117,6 +138,43 @@ s.close()')"
   die "could not find a free port"
 }
 
+# free_port_stable VAR: like free_port, but below the kernel's ephemeral port range
+# (net.ipv4.ip_local_port_range), for a server the script stops and starts again on the same
+# port: while it is down, no outgoing connection (a client's or the proxy's own reconnect
+# attempts) can be given that port as its local port and keep the server from binding it again,
+# or connect to itself.
+free_port_stable() {
+  local -n _fps_out="$1"
+  local p
+  p="$("$BENCH_PY" - "${_BENCH_PORTS[@]}" <<'EOF'
+import random, socket, sys
+used = set(int(x) for x in sys.argv[1:])
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo = int(f.read().split()[0])
+except OSError:
+    lo = 32768
+lo = max(lo, 2048)
+for _ in range(200):
+    p = random.randrange(1024 if lo < 12000 else 10000, lo)
+    if p in used:
+        continue
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+EOF
+)"
+  [[ -n "$p" ]] || die "could not find a free port below the ephemeral range"
+  _BENCH_PORTS+=("$p")
+  _fps_out="$p"
+}
+
 # Is something accepting TCP connections on 127.0.0.1:PORT?
 port_open() {
   "$BENCH_PY" - "$1" <<'EOF' 2>/dev/null
@@ -161,22 +219,38 @@ _show_log() {
 # Servers. Each sets <NAME>_PORT and <NAME>_PID globals (call directly, not in $(...), so the
 # background process stays a child of the script).
 
-# start_redis [extra redis-server args...] -> REDIS_PORT, REDIS_PID
+# start_redis [extra redis-server args...] -> REDIS_PORT, REDIS_PID, REDIS_DIR
 start_redis() {
-  command -v "$REDIS_SERVER_BIN" >/dev/null || die "redis-server not found"
-  local dir="$BENCH_TMP/redis-$RANDOM$RANDOM"
-  mkdir -p "$dir"
-  free_port REDIS_PORT
-  "$REDIS_SERVER_BIN" --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$dir" --daemonize no --logfile "$dir/redis.log" "$@" \
-    >"$dir/stdout.log" 2>&1 &
-  REDIS_PID=$!
-  track_pid "$REDIS_PID" "redis-server :$REDIS_PORT"
-  wait_for_port "$REDIS_PORT" "$REDIS_PID" redis-server "$dir/redis.log"
+  local port
+  free_port port
+  start_redis_on "$port" "$@"
+}
+
+# start_redis_on PORT [extra redis-server args...] -> REDIS_PORT, REDIS_PID, REDIS_DIR: as
+# start_redis, on a given port (e.g. from free_port_stable).
+start_redis_on() {
+  REDIS_PORT="$1"; shift
+  REDIS_DIR="$BENCH_TMP/redis-$RANDOM$RANDOM"
+  mkdir -p "$REDIS_DIR"
+  launch_redis "$REDIS_PORT" "$REDIS_DIR" "$@"
+  wait_for_port "$REDIS_PORT" "$REDIS_PID" redis-server "$REDIS_DIR/redis.log"
   log "redis-server pid $REDIS_PID on 127.0.0.1:$REDIS_PORT"
 }
 
-# start_bloomproxy UPSTREAM_PORT [extra args...] -> PROXY_PORT, PROXY_PID
+# launch_redis PORT DIR [extra args...] -> REDIS_PID (tracked): start redis-server in DIR (its
+# log is appended to DIR/redis.log) without waiting for it to listen. For restarting a server on
+# its port: launch_redis "$REDIS_PORT" "$REDIS_DIR".
+launch_redis() {
+  local port="$1" dir="$2"; shift 2
+  command -v "$REDIS_SERVER_BIN" >/dev/null || die "redis-server not found"
+  "$REDIS_SERVER_BIN" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$dir" --daemonize no --logfile "$dir/redis.log" "$@" \
+    >>"$dir/stdout.log" 2>&1 &
+  REDIS_PID=$!
+  track_pid "$REDIS_PID" "redis-server :$port"
+}
+
+# start_bloomproxy UPSTREAM_PORT [extra args...] -> PROXY_PORT, PROXY_PID, PROXY_LOG (its stderr)
 start_bloomproxy() {
   local upstream_port="$1"; shift
   [[ -x "$BLOOMPROXY_BIN" ]] || die "bloomproxy binary not found at $BLOOMPROXY_BIN (build it, or set BLOOMPROXY_BIN)"
@@ -187,6 +261,8 @@ start_bloomproxy() {
   "$BLOOMPROXY_BIN" --bind 127.0.0.1 --port "$PROXY_PORT" --upstream "127.0.0.1:$upstream_port" \
     $BLOOMPROXY_ARGS "$@" >"$dir/bloomproxy.log" 2>&1 &
   PROXY_PID=$!
+  # shellcheck disable=SC2034  # for the scripts (soak.sh)
+  PROXY_LOG="$dir/bloomproxy.log"
   track_pid "$PROXY_PID" "bloomproxy :$PROXY_PORT"
   wait_for_port "$PROXY_PORT" "$PROXY_PID" bloomproxy "$dir/bloomproxy.log"
   log "bloomproxy pid $PROXY_PID on 127.0.0.1:$PROXY_PORT -> 127.0.0.1:$upstream_port ($BLOOMPROXY_BIN)"

@@ -27,8 +27,11 @@ void PlanRunner::Send(filters::PlanStep& step) {
     return Finish("-ERR internal error: plan step without requests\r\n");
   }
   if (!conn_->usable()) {
-    return Finish(step.done ? std::move(step.reply)
-                            : protocol::errors::UpstreamUnavailable(conn_->last_error()));
+    // The wording of the connection's own error replies (UpstreamConn::Close).
+    return Finish(step.done
+                      ? std::move(step.reply)
+                      : protocol::errors::UpstreamUnavailable(
+                            conn_->server()->upstream_address().text + ": " + conn_->last_error()));
   }
   // Requests of the last step are still sent (cleanup, counts); their replies are dropped by an
   // internal slot.

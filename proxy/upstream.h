@@ -69,6 +69,7 @@ class UpstreamConn {
   bool shared() const { return shared_; }
   size_t in_flight() const { return inflight_.size(); }
   const std::string& last_error() const { return last_error_; }
+  Server* server() const { return server_; }
 
   // The client that has this connection pinned, or null.
   Client* owner() const { return owner_; }
