@@ -6,21 +6,9 @@ import resource
 import socket
 import time
 
-from bp_helpers import RawConn, encode_command as cmd, wait_until
+from bp_helpers import SMALL_QUARANTINE, RawConn, encode_command as cmd, rss_kb, wait_until
 
-# Under AddressSanitizer freed memory is held in a quarantine (256 MB by default) that RSS
-# counts; this test measures what the proxy keeps, so the quarantine is made small. A Release
-# binary ignores the variable.
-SMALL_QUARANTINE = {"ASAN_OPTIONS": "quarantine_size_mb=4"}
 IDLE = 10_000
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def connected_clients(port):

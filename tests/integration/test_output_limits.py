@@ -6,21 +6,7 @@ bounded and other clients are served meanwhile."""
 import socket
 import time
 
-from bp_helpers import RawConn, encode_command as cmd
-
-
-# Under AddressSanitizer freed memory is held in a quarantine (256 MB by default) that RSS
-# counts; these tests measure what the proxy keeps, so the quarantine is made small. A Release
-# binary ignores the variable.
-SMALL_QUARANTINE = {"ASAN_OPTIONS": "quarantine_size_mb=4"}
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+from bp_helpers import SMALL_QUARANTINE, RawConn, encode_command as cmd, rss_kb
 
 
 def test_pubsub_client_past_its_output_limit_is_disconnected(proxy):
