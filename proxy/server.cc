@@ -1,5 +1,7 @@
 #include "proxy/server.h"
 
+#include <malloc.h>
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +25,8 @@ namespace {
 
 constexpr int kBacklog = 511;
 constexpr uint64_t kCronMs = 1000;
+// Clients closed since the last malloc_trim after which the cron trims again.
+constexpr uint64_t kTrimAfterClosed = 256;
 // A client quiet for this long gives its buffers back (Redis's clientsCron does the same).
 constexpr uint64_t kIdleReleaseMs = 2000;
 
@@ -181,6 +185,7 @@ void Server::Accept(uv_stream_t* listener, bool is_unix) {
 
 void Server::OnClientClosed(Client* c) {
   clients_.erase(c->id());
+  ++closed_since_trim_;
   dirty_clients_.erase(std::remove(dirty_clients_.begin(), dirty_clients_.end(), c),
                        dirty_clients_.end());
   delete c;
@@ -255,6 +260,13 @@ void Server::OnCron(uv_timer_t* t) {
   for (Client* c : idle) {
     LOG_VERBOSE("Closing idle client id=%llu", static_cast<unsigned long long>(c->id()));
     c->Close();
+  }
+  if (self->closed_since_trim_ >= kTrimAfterClosed) {
+    // Many clients left: give their freed buffers back to the system. glibc keeps them
+    // otherwise, and after waves of connections RSS settles several times above what the
+    // clients still connected use. At most once a second, and only after such waves.
+    self->closed_since_trim_ = 0;
+    malloc_trim(0);
   }
 }
 

@@ -113,6 +113,7 @@ class Server {
   void MaybeFinishShutdown();
 
   conf::Options options_;
+  uint64_t closed_since_trim_ = 0;  // clients closed since the last malloc_trim (cron)
   AclTable acls_;  // compiled from options_.users (checked by main before any server starts)
   const int index_;
   uv_loop_t loop_;
