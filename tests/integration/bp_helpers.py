@@ -512,3 +512,21 @@ def rss_kb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError("no VmRSS")
+
+
+def ask_without_reading(port, command, count, seconds=5.0):
+    """A client that sends `command` `count` times (in writes of 100) and reads none of the
+    replies, with a small receive buffer; gives up sending after `seconds` (the proxy stopped
+    reading it). Returns the socket, still open."""
+    slow = socket.create_connection((HOST, port))
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.setblocking(False)
+    request = command * 100
+    sent = 0
+    deadline = time.time() + seconds
+    while time.time() < deadline and sent < count * len(command):
+        try:
+            sent += slow.send(request)
+        except BlockingIOError:
+            time.sleep(0.05)
+    return slow

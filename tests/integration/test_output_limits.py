@@ -6,7 +6,7 @@ bounded and other clients are served meanwhile."""
 import socket
 import time
 
-from bp_helpers import SMALL_QUARANTINE, RawConn, encode_command as cmd, rss_kb
+from bp_helpers import SMALL_QUARANTINE, RawConn, ask_without_reading, encode_command as cmd, rss_kb
 
 
 def test_pubsub_client_past_its_output_limit_is_disconnected(proxy):
@@ -32,17 +32,7 @@ def test_pubsub_client_past_its_output_limit_is_disconnected(proxy):
 def test_client_that_does_not_read_stops_being_read(proxy, redis_instance):
     p = proxy("--client-output-pause", "8mb", env=SMALL_QUARANTINE)
     redis_instance.client().set("big", b"v" * 200_000)
-    slow = socket.create_connection(("127.0.0.1", p.port))
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    slow.setblocking(False)
-    request = cmd("GET", "big") * 100
-    sent = 0
-    deadline = time.time() + 5
-    while time.time() < deadline and sent < 2_000 * len(cmd("GET", "big")):
-        try:
-            sent += slow.send(request)  # 400 MB of replies asked for, none read
-        except BlockingIOError:
-            time.sleep(0.05)
+    slow = ask_without_reading(p.port, cmd("GET", "big"), 2_000)  # 400 MB of replies, none read
     time.sleep(0.5)
     # Far less than the 400 MB asked for is buffered: reading stopped, and the commands sent
     # upstream before it did were bounded too.
