@@ -273,10 +273,7 @@ bool ApplyUser(const std::vector<std::string>& args, SourceState* state, std::st
   }
   std::vector<std::string> rules;
   for (size_t i = 2; i < args.size(); ++i) {
-    std::string rule = args[i];
-    for (char& c : rule) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (rule == "allcommands") rule = "+@all";
-    if (rule == "nocommands") rule = "-@all";
+    std::string rule = CanonicalCommandRule(args[i]);
     if (rule.size() < 2 || (rule[0] != '+' && rule[0] != '-')) {
       *error = "unsupported rule " + Quote(args[i]) +
                " (expected +COMMAND, -COMMAND, +COMMAND|SUBCOMMAND, +@CATEGORY, -@CATEGORY, "

@@ -2,6 +2,7 @@
 // file, then the environment, then command-line flags (later sources override earlier ones).
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +39,15 @@ enum class BfMode {
 
 // One user a client may AUTH as (directive `user NAME PASSWORD [RULE ...]`). `requirepass` is
 // the password of the user "default", who may run every command.
+// A command rule as User::rules holds it: lower case, with "allcommands" and "nocommands"
+// written as "+@all" and "-@all".
+inline std::string CanonicalCommandRule(std::string rule) {
+  for (char& c : rule) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (rule == "allcommands") return "+@all";
+  if (rule == "nocommands") return "-@all";
+  return rule;
+}
+
 struct User {
   std::string name;
   std::string password;

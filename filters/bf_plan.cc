@@ -2101,6 +2101,14 @@ std::string EncodeEntry(const BfCommandDoc& d) {
 
 }  // namespace
 
+std::vector<BfCommandName> BfCommandNames() {
+  std::vector<BfCommandName> out;
+  for (const BfCommandDoc& d : kBfDocs) {
+    out.push_back({d.name, std::string_view(d.category) == "@write"});
+  }
+  return out;
+}
+
 std::vector<std::string> BfCommandEntries() {
   std::vector<std::string> out;
   for (const BfCommandDoc& d : kBfDocs) out.push_back(EncodeEntry(d));

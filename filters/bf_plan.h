@@ -156,6 +156,14 @@ std::unique_ptr<Plan> MakeKeyPlan(const std::vector<std::string_view>& args, Fil
 // COMMAND entries of the BF.* commands (RESP2 arrays, Redis 7 layout), for the proxy to add to
 // the upstream's COMMAND output.
 std::vector<std::string> BfCommandEntries();
+
+// The BF.* commands the proxy answers (lower case) and whether each writes: its COMMAND entry's
+// ACL category is @write, else @read (both with @bloom).
+struct BfCommandName {
+  std::string_view name;
+  bool writes;
+};
+std::vector<BfCommandName> BfCommandNames();
 // The entry of one BF command by name (any case), or empty.
 std::string BfCommandEntry(std::string_view name);
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "filters/bf_args.h"
+#include "filters/bf_plan.h"
 #include "protocol/command_table.h"
 
 namespace bloomproxy::proxy {
@@ -12,19 +13,6 @@ namespace {
 // Redis accepts module commands in ACL rules only once the module is loaded; the proxy does not
 // know the upstream's modules, so a dotted name ("json.get") is taken on trust.
 bool IsModuleName(std::string_view name) { return name.find('.') != std::string_view::npos; }
-
-// The BF.* commands the proxy answers, with the categories its COMMAND entries give them.
-uint32_t BfCategories(filters::BfCommand command) {
-  using filters::BfCommand;
-  const bool write = command == BfCommand::kReserve || command == BfCommand::kAdd ||
-                     command == BfCommand::kMAdd || command == BfCommand::kInsert ||
-                     command == BfCommand::kLoadChunk;
-  return (write ? protocol::kCatWrite : protocol::kCatRead) | protocol::kCatBloom;
-}
-
-constexpr std::string_view kBfNames[] = {"bf.reserve",  "bf.add",      "bf.madd", "bf.insert",
-                                         "bf.exists",   "bf.mexists",  "bf.info", "bf.card",
-                                         "bf.scandump", "bf.loadchunk"};
 
 // A command the rules decide on: its full name, categories and container ("config" for
 // "config|get", empty otherwise).
@@ -63,10 +51,9 @@ bool CheckName(std::string_view name, std::string* error) {
 
 bool CommandAcl::Compile(const std::vector<std::string>& given, CommandAcl* out,
                          std::string* error) {
-  std::vector<std::string> rules = given;
-  for (std::string& rule : rules) {
-    if (rule == "allcommands") rule = "+@all";
-    if (rule == "nocommands") rule = "-@all";
+  std::vector<std::string> rules;
+  for (const std::string& rule : given) rules.push_back(conf::CanonicalCommandRule(rule));
+  for (const std::string& rule : rules) {
     if (rule.size() < 2 || (rule[0] != '+' && rule[0] != '-')) {
       *error = "unsupported rule '" + rule + "'";
       return false;
@@ -80,10 +67,9 @@ bool CommandAcl::Compile(const std::vector<std::string>& given, CommandAcl* out,
         {std::string(info->name), info->categories,
          bar == std::string_view::npos ? std::string_view() : info->name.substr(0, bar)});
   }
-  for (std::string_view name : kBfNames) {
-    filters::BfCommand bf;
-    filters::LookupBfCommand(name, &bf);
-    entries.push_back({std::string(name), BfCategories(bf), {}});
+  for (const filters::BfCommandName& bf : filters::BfCommandNames()) {
+    const uint32_t category = bf.writes ? protocol::kCatWrite : protocol::kCatRead;
+    entries.push_back({std::string(bf.name), category | protocol::kCatBloom, {}});
   }
   for (const std::string& rule : rules) {
     const std::string_view name = std::string_view(rule).substr(1);

@@ -262,11 +262,8 @@ void Client::Refuse(std::string_view error) {
   // EXECABORT. The upstream queued the transaction, so it must reject a command too: one it
   // cannot know, whose reply is dropped (the client has the proxy's).
   static constexpr std::string_view kUnknown = "*1\r\n$18\r\nbloomproxy-refused\r\n";
-  Pending* p = NewSlot();
+  Pending* p = NewUpstreamSlot(pinned_);
   p->suppress = true;
-  replies_.push_back(p);
-  ++inflight_;
-  inflight_conn_ = pinned_;
   pinned_->Send(kUnknown, p);
 }
 
@@ -493,15 +490,12 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     ++subscribing_;
   }
 
-  Pending* p = NewSlot();
+  Pending* p = NewUpstreamSlot(target);
   p->hook = hook;
   p->arg = arg;
   p->frames_left = frames;
   p->sub_kind = sub_kind;
   p->subscribe = hook == Hook::kSubscribe && pin;
-  replies_.push_back(p);
-  ++inflight_;
-  inflight_conn_ = target;
   if (!rewritten.empty()) {
     target->Send(rewritten, p);
   } else if (!cmd.raw.empty()) {
@@ -876,13 +870,17 @@ UpstreamConn* Client::PlanConnection(Dispatched* result) {
   return target;
 }
 
-Pending* Client::NewPlanSlot(UpstreamConn* target) {
+Pending* Client::NewUpstreamSlot(UpstreamConn* target) {
   Pending* p = NewSlot();
   replies_.push_back(p);
   ++inflight_;
   inflight_conn_ = target;
-  ++running_plans_;
   return p;
+}
+
+Pending* Client::NewPlanSlot(UpstreamConn* target) {
+  ++running_plans_;
+  return NewUpstreamSlot(target);
 }
 
 Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {

@@ -175,7 +175,9 @@ class Client {
   // The connection a plan of this client runs on; null when the client must wait or the
   // upstream is unavailable (then *result says what Dispatch returns).
   UpstreamConn* PlanConnection(Dispatched* result);
-  // A slot for a plan's reply, counted in flight on `target`.
+  // A reply slot, at the back of the client's FIFO, for a command sent to `target`.
+  Pending* NewUpstreamSlot(UpstreamConn* target);
+  // The same for a plan's reply (the plan counts as running until it is answered).
   Pending* NewPlanSlot(UpstreamConn* target);
   // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
   Dispatched JoinBatch(const filters::BfRequest& request, bool exists);
