@@ -132,4 +132,10 @@ std::string CountKey(std::string_view prefix, std::string_view id, size_t link) 
   return key;
 }
 
+std::string MarkerKey(std::string_view prefix) {
+  std::string key(prefix);
+  key.append(":bf");
+  return key;
+}
+
 }  // namespace bloomproxy::filters

@@ -14,6 +14,13 @@
 //
 // <id> is a random identifier chosen when the filter is created, so keys of a deleted and
 // recreated filter never mix with the new one's.
+//
+//     {users}:bf                     string marker: "a filter may live at users"
+//
+// The marker lets TYPE (and any command Redis runs without touching the key) tell a filter from
+// a plain hash without reading the hash, which would reset its LRU/LFU clock: TYPE and EXISTS
+// touch nothing. It is a hint: it is set before a filter is published and removed with it, and
+// a hash whose marker exists is still read to confirm it is a filter.
 #pragma once
 
 #include <cstdint>
@@ -33,5 +40,6 @@ std::string DataKeyPrefix(std::string_view name);
 // Data key names.
 std::string BitsKey(std::string_view prefix, std::string_view id, size_t link, size_t shard);
 std::string CountKey(std::string_view prefix, std::string_view id, size_t link);
+std::string MarkerKey(std::string_view prefix);
 
 }  // namespace bloomproxy::filters

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,5 +16,11 @@ namespace bloomproxy::filters {
 // EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, RENAME, RENAMENX. Returns null for any
 // other command (then it is forwarded as it is). `cache` outlives the plan.
 std::unique_ptr<Plan> MakeKeyPlan(const std::vector<std::string_view>& args, FilterCache* cache);
+
+// The Lua scripts the key-level plans run (key_plan.cc says what each takes and returns), for
+// tests that model them.
+std::string_view TypeScript();
+const std::string& KeyScript();
+std::string_view RenameScript();
 
 }  // namespace bloomproxy::filters

@@ -44,56 +44,50 @@ constexpr size_t MaxNameLength() {
 // Lookup lower-cases into a stack buffer of this size; longer names cannot be in the table.
 constexpr size_t kMaxNameLength = MaxNameLength();
 
-// The proxy's routing decision for each command (see Route). Anything not named here is
-// forwarded on the shared connection.
-struct RouteRule {
+// The proxy's rule for each command (see Conn in command_table.h).
+struct RouteRow {
   std::string_view name;
-  Route route;
+  Conn conn = Conn::kShared;
+  Effect effect = Effect::kNone;
+  InMulti in_multi = InMulti::kQueue;
+  uint8_t traits = 0;
 };
 
-constexpr RouteRule kRoutes[] = {
-    // Answered by the proxy itself. INFO is local because the proxy appends its own section to
-    // the upstream's reply. CLIENT is handled locally (its subcommands describe the client's
-    // connection to the proxy, not the proxy's connection to Redis). COMMAND is forwarded.
-    {"ping", Route::kLocal},
-    {"echo", Route::kLocal},
-    {"hello", Route::kLocal},
-    {"auth", Route::kLocal},
-    {"client", Route::kLocal},
-    {"quit", Route::kLocal},
-    {"reset", Route::kLocal},
-    {"info", Route::kLocal},
-    // Start per-connection state on the server: need a connection of their own.
-    {"select", Route::kPin},
-    {"multi", Route::kPin},
-    {"watch", Route::kPin},
-    {"subscribe", Route::kPin},
-    {"psubscribe", Route::kPin},
-    {"ssubscribe", Route::kPin},
-    {"monitor", Route::kPin},
-    // End that state.
-    {"exec", Route::kUnpin},
-    {"discard", Route::kUnpin},
-    {"unwatch", Route::kUnpin},
-    {"unsubscribe", Route::kUnpin},
-    {"punsubscribe", Route::kUnpin},
-    {"sunsubscribe", Route::kUnpin},
-    // May block: must not stall the shared connection. XREAD/XREADGROUP only block with the
-    // BLOCK option, which the proxy checks itself.
-    {"blpop", Route::kBlocking},
-    {"brpop", Route::kBlocking},
-    {"blmove", Route::kBlocking},
-    {"brpoplpush", Route::kBlocking},
-    {"blmpop", Route::kBlocking},
-    {"bzpopmin", Route::kBlocking},
-    {"bzpopmax", Route::kBlocking},
-    {"bzmpop", Route::kBlocking},
-    {"wait", Route::kBlocking},
-    {"xread", Route::kBlocking},
-    {"xreadgroup", Route::kBlocking},
-    // Cross-protocol attack guard.
-    {"post", Route::kCloseClient},
-    {"host:", Route::kCloseClient},
+// Short names for the rows of command_routes.inc.
+constexpr Conn kShared = Conn::kShared;
+constexpr Conn kLocal = Conn::kLocal;
+constexpr Conn kPinned = Conn::kPinned;
+constexpr Conn kDedicated = Conn::kDedicated;
+constexpr Conn kTunnel = Conn::kTunnel;
+constexpr Conn kCloseClient = Conn::kCloseClient;
+constexpr Effect kNone = Effect::kNone;
+constexpr Effect kMulti = Effect::kMulti;
+constexpr Effect kExec = Effect::kExec;
+constexpr Effect kDiscard = Effect::kDiscard;
+constexpr Effect kWatch = Effect::kWatch;
+constexpr Effect kUnwatch = Effect::kUnwatch;
+constexpr Effect kSelect = Effect::kSelect;
+constexpr Effect kSubscribe = Effect::kSubscribe;
+constexpr Effect kUnsubscribe = Effect::kUnsubscribe;
+constexpr Effect kMonitor = Effect::kMonitor;
+constexpr Effect kTracking = Effect::kTracking;
+constexpr Effect kNoEvict = Effect::kNoEvict;
+constexpr Effect kReadonly = Effect::kReadonly;
+constexpr Effect kReadwrite = Effect::kReadwrite;
+constexpr Effect kAsking = Effect::kAsking;
+constexpr Effect kPause = Effect::kPause;
+constexpr Effect kUnpause = Effect::kUnpause;
+constexpr Effect kReplyMode = Effect::kReplyMode;
+constexpr Effect kBlockOption = Effect::kBlockOption;
+constexpr Effect kWait = Effect::kWait;
+constexpr Effect kUnblock = Effect::kUnblock;
+constexpr InMulti kQueue = InMulti::kQueue;
+constexpr InMulti kTrack = InMulti::kTrack;
+constexpr InMulti kAtExec = InMulti::kAtExec;
+constexpr InMulti kTunnelInMulti = InMulti::kTunnel;
+
+constexpr RouteRow kRouteRows[] = {
+#include "protocol/command_routes.inc"
 };
 
 using Table = tsl::robin_map<std::string_view, CommandInfo>;
@@ -104,13 +98,13 @@ Table BuildTable() {
   auto add = [&table](const RawCommand& c) {
     // emplace keeps the first row: should a future Redis list POST itself, its row wins.
     table.emplace(c.name, CommandInfo{c.name, c.arity, c.first_key, c.last_key, c.key_step, c.flags,
-                                      c.categories, Route::kForward});
+                                      c.categories, Route{}});
   };
   for (const RawCommand& c : kGenerated) add(c);
   for (const RawCommand& c : kExtra) add(c);
-  for (const RouteRule& rule : kRoutes) {
-    auto it = table.find(rule.name);
-    if (it != table.end()) it.value().route = rule.route;
+  for (const RouteRow& row : kRouteRows) {
+    auto it = table.find(row.name);
+    if (it != table.end()) it.value().route = Route{row.conn, row.effect, row.in_multi, row.traits};
   }
   return table;
 }
@@ -154,6 +148,12 @@ const CommandInfo* LookupSubcommand(const CommandInfo& container, std::string_vi
 }
 
 size_t CommandCount() { return GetTable().size(); }
+
+std::vector<std::string_view> RouteRowNames() {
+  std::vector<std::string_view> out;
+  for (const RouteRow& row : kRouteRows) out.push_back(row.name);
+  return out;
+}
 
 std::vector<const CommandInfo*> AllCommands() {
   std::vector<const CommandInfo*> out;

@@ -61,15 +61,74 @@ enum AclCategory : uint32_t {
 // The category named `name` (lower case, without '@'); false when there is none.
 bool LookupAclCategory(std::string_view name, uint32_t* category);
 
-// How the proxy treats a command.
-enum class Route : uint8_t {
-  kForward,      // sent on the client's shared upstream connection
-  kLocal,        // answered by the proxy (PING, ECHO, HELLO, AUTH, CLIENT, QUIT, RESET, ...)
-  kPin,          // starts connection state: needs a pinned upstream connection (MULTI, WATCH,
-                 // SUBSCRIBE family, MONITOR, CLIENT TRACKING, SELECT n)
-  kBlocking,     // may block the connection: pinned while it runs (BLPOP, WAIT, XREAD BLOCK..)
-  kUnpin,        // ends connection state (EXEC, DISCARD, UNWATCH, UNSUBSCRIBE family)
+// Which upstream connection a command runs on, decided by what the command does to the
+// connection it runs on. Every command of the table has one rule (protocol/command_routes.inc,
+// one row per command); docs/connections.md explains them.
+enum class Conn : uint8_t {
+  kShared,       // changes no connection state: the client's shared, multiplexed connection (or
+                 // its own connection while it holds state there)
+  kLocal,        // answered by the proxy: it is about the client's connection to the proxy
+  kPinned,       // starts or needs connection state (MULTI, WATCH, SELECT n, SUBSCRIBE, MONITOR,
+                 // CLIENT TRACKING, CLIENT NO-EVICT, READONLY, ASKING): a connection of the
+                 // client's own for as long as the state lasts
+  kDedicated,    // holds its connection until it answers (blocks, runs a script, stops the
+                 // server), or must not wait behind other clients' commands (SCRIPT KILL, CLIENT
+                 // UNPAUSE): a connection of the client's own until it answers
+  kTunnel,       // turns the connection into something else (a replication link, the Lua
+                 // debugger): from then on the client's bytes and the upstream's flow unchanged on
+                 // a connection of the client's own, until either side closes
   kCloseClient,  // Redis closes such a connection without a reply ("POST", "Host:")
+};
+
+// The connection state a command starts, ends or changes, as far as the proxy follows it.
+enum class Effect : uint8_t {
+  kNone,
+  kMulti,
+  kExec,
+  kDiscard,
+  kWatch,
+  kUnwatch,
+  kSelect,       // the database (SELECT 0 needs no connection of its own)
+  kSubscribe,    // (P|S)SUBSCRIBE: pub/sub mode
+  kUnsubscribe,  // (P|S)UNSUBSCRIBE
+  kMonitor,
+  kTracking,  // CLIENT TRACKING ON|OFF
+  kNoEvict,   // CLIENT NO-EVICT ON|OFF
+  kReadonly,  // READONLY (cluster replicas)
+  kReadwrite,
+  kAsking,  // ASKING: the next command only
+  kPause,   // CLIENT PAUSE: every client's writes (or all commands) wait upstream
+  kUnpause,
+  kReplyMode,    // CLIENT REPLY ON|OFF|SKIP
+  kBlockOption,  // XREAD, XREADGROUP: dedicated only with the BLOCK option
+  kUnblock,      // CLIENT UNBLOCK names a proxy client: the upstream knows it by another id
+  kWait,         // WAIT counts the replicas that acknowledged its connection's last write: a
+                 // connection of its own must first run a command to be up to date
+};
+
+// What becomes of a command sent inside MULTI, on the transaction's connection.
+enum class InMulti : uint8_t {
+  kQueue,   // queued by the upstream like any command
+  kTrack,   // queued; its effect is taken from its place in EXEC's reply
+  kAtExec,  // answered by the proxy: a PING is queued in its place, and the proxy's answer,
+            // made when EXEC runs, replaces the PONG in EXEC's reply
+  kTunnel,  // its replies could not be followed (SUBSCRIBE answers once per channel inside
+            // EXEC's array; REPLCONF ACK does not answer): the connection becomes a tunnel
+};
+
+// Further traits of a command (bits of Route::traits).
+enum RouteTrait : uint8_t {
+  kTraitMayReplicate = 1u << 0,  // paused by CLIENT PAUSE WRITE although not a write command
+  kTraitStallsServer = 1u << 1,  // may keep the whole upstream busy (a script, DEBUG, SAVE):
+                                 // while it runs, other connections' silence is not a stall
+  kTraitFilterKey = 1u << 2,     // a key command that acts on a whole filter when a key is one
+};
+
+struct Route {
+  Conn conn = Conn::kShared;
+  Effect effect = Effect::kNone;
+  InMulti in_multi = InMulti::kQueue;
+  uint8_t traits = 0;
 };
 
 struct CommandInfo {
@@ -80,7 +139,7 @@ struct CommandInfo {
   int key_step;
   uint32_t flags;       // CommandFlag bits
   uint32_t categories;  // AclCategory bits
-  Route route;
+  Route route;          // the proxy's rule (see Conn)
 };
 
 // Finds a command by name, any case. nullptr if unknown.
@@ -101,5 +160,9 @@ size_t CommandCount();
 
 // Every command and subcommand of the table, in no particular order.
 std::vector<const CommandInfo*> AllCommands();
+
+// The names of the route rows (protocol/command_routes.inc), in file order, for the tests that
+// check every command has exactly one.
+std::vector<std::string_view> RouteRowNames();
 
 }  // namespace bloomproxy::protocol

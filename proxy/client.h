@@ -4,6 +4,11 @@
 //   socket ─► Buffer ─► RequestParser ─► Dispatch ─┬─ local reply ───────────────┐
 //                                                  └─ UpstreamConn::Send ─ reply ┤
 //   socket ◄─ Output ◄──── flush from the head while complete ◄─ replies_ (FIFO) ┘
+//
+// The client's code is split by concern: client.cc (I/O, reply slots, pinning), dispatch.cc
+// (routing by the command table's rules), reply_hooks.cc (what replies change), transaction.cc
+// (commands inside MULTI), tunnel.cc (raw byte tunnels), filter_commands.cc (BF.* and key
+// commands on filters), local_commands.cc (commands the proxy answers).
 #pragma once
 
 #include <uv.h>
@@ -35,16 +40,26 @@ enum class Hook : uint8_t {
   kNone,
   kInfo,          // append the "# Proxy" section to the upstream's INFO
   kSelect,        // +OK: the connection's db is now `arg`
-  kMulti,         // +OK: in a transaction
-  kExec,          // EXEC/DISCARD: the transaction and the watches are over
+  kMulti,         // +OK: in a transaction (the commands queued from now on are counted)
+  kExec,          // EXEC: the transaction and the watches are over; the proxy's answers and the
+                  // effects of queued commands are taken from its reply (transaction.cc);
+                  // `arg`: the transaction (multi_seq_)
+  kDiscard,       // DISCARD: the transaction and the watches are over (`arg` as for kExec)
   kWatch,         // +OK: watching keys
   kUnwatch,       // +OK: no longer watching
   kSubscribe,     // (p|s)(un)subscribe: each frame carries the new subscription count
   kMonitor,       // +OK: every later "+<timestamp> ..." frame is monitor output
   kTracking,      // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
+  kNoEvict,       // +OK: CLIENT NO-EVICT is now `arg`
+  kReadonly,      // +OK: READONLY (`arg` 1) or READWRITE (0)
+  kAsking,        // +OK: the next command is ASKING's
+  kPause,         // +OK: CLIENT PAUSE for `arg` ms (sub_kind 1: writes only)
+  kUnpause,       // +OK: CLIENT UNPAUSE
+  kQueued,        // +QUEUED of a command the proxy follows inside MULTI (`arg`: its entry)
   kAuthUpstream,  // internal: the proxy's own AUTH on a new upstream connection
   kServerInfo,    // internal: INFO server/replication, to learn version, mode and role
-  kUpstreamId,    // internal: CLIENT ID of a pinned connection
+  kUpstreamId,    // internal: CLIENT ID of a pinned connection (Unix socket upstream)
+  kProbe,         // internal: the stall check's PING (UpstreamPool::CheckTimeouts)
   kCommandAll,    // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
   kCommandCount,  // COMMAND COUNT: plus the BF.* commands
   kCommandInfo,   // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
@@ -63,11 +78,20 @@ struct Pending {
   bool done = false;           // all replies are in `data`
   bool close_after = false;    // close the connection once this reply is written
   bool suppress = false;       // CLIENT REPLY OFF/SKIP: the reply is not written
-  uint8_t sub_kind = 0;        // kSubscribe: 0 channel, 1 pattern, 2 shard
+  uint8_t sub_kind = 0;        // kSubscribe: 0 channel, 1 pattern, 2 shard; kPause: 1 = WRITE
   uint64_t sent_ms = 0;        // when its request went upstream (loop time)
   bool subscribe = false;      // a (P|S)SUBSCRIBE: the client enters pub/sub mode
+  bool queued = false;         // sent inside MULTI: a +QUEUED reply takes a place in EXEC's
+  bool stalls = false;         // may keep the whole upstream busy (UpstreamActivity) until done
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
   bool batch_member = false;   // a command answered by a batch plan
+
+  Pending() = default;
+  ~Pending();
+  Pending(const Pending&) = delete;
+  Pending& operator=(const Pending&) = delete;
+  // Marks the slot as carrying a command that may stall the server (counted until deleted).
+  void MarkStalling();
 
   // Slots come and go once per command: freed ones are kept for reuse (per thread).
   static void* operator new(size_t size);
@@ -108,6 +132,10 @@ class Client {
   void OnPinLost();
   // A plan started for `slot` is over; `reply` is the client's reply.
   void OnPlanDone(Pending* slot, std::string reply);
+  // Bytes the upstream sent on this client's tunnel (tunnel.cc).
+  void OnTunnelData(std::string_view bytes);
+  // The tunnel's connection wrote what it had queued.
+  void OnTunnelWritten();
 
   // Writes what is queued (called once per loop turn by the server).
   void Flush();
@@ -123,6 +151,10 @@ class Client {
   bool has_pending() const { return !replies_.empty() || !out_.empty(); }
   std::string InfoLine() const;
   bool in_pubsub() const { return channels_ + patterns_ + shard_channels_ > 0; }
+  // The client's own upstream connection (state, a dedicated command, a tunnel), or null.
+  UpstreamConn* own_connection() const { return pinned_; }
+  // True while a command of this client is upstream (a blocking one, when own_connection()).
+  bool has_inflight() const { return inflight_ > 0; }
 
  private:
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
@@ -136,6 +168,12 @@ class Client {
   static constexpr uint8_t kPauseClosing = 4;       // QUIT, protocol error or shutdown
   static constexpr uint8_t kPausePlan = 8;          // a plan runs: its steps come first
   static constexpr uint8_t kPauseOutput = 16;       // too much output the client has not read
+  static constexpr uint8_t kPauseTunnel = 32;       // the tunnel's upstream side is backed up
+
+  // A client may have this many commands upstream before the proxy stops reading from it;
+  // replies keep flowing meanwhile, so a client that writes a long pipeline before reading
+  // cannot deadlock against the proxy.
+  static constexpr size_t kMaxInFlight = 8192;
 
   enum class Dispatched {
     kDone,        // handled (forwarded or answered)
@@ -144,13 +182,53 @@ class Client {
     kForward,     // (local handlers) not for the proxy to answer: forward it
   };
 
+  // What Dispatch sends upstream for one command, and what its reply changes.
+  struct Outgoing {
+    Hook hook = Hook::kNone;
+    int64_t arg = 0;
+    int32_t frames = 1;
+    uint8_t sub_kind = 0;
+    bool own_conn = false;    // needs a connection of the client's own (pinned or dedicated)
+    bool stalls = false;      // may keep the whole upstream busy
+    bool up_to_date = false;  // WAIT: a newly taken connection runs a command first
+    protocol::Effect effect = protocol::Effect::kNone;
+    std::string rewritten;  // the request to send instead of the client's, when not empty
+  };
+
+  // A command queued inside MULTI whose effect, or answer, the proxy supplies at EXEC.
+  struct QueuedEntry {
+    uint64_t id = 0;           // the kQueued slot's `arg`
+    uint64_t transaction = 0;  // which MULTI it was queued in (multi_seq_)
+    int64_t index = -1;        // its place in EXEC's reply (-1 until its +QUEUED arrives)
+    protocol::Effect effect = protocol::Effect::kNone;  // kTrack: the effect to apply
+    int64_t arg = 0;
+    bool writes_only = false;       // kPause: CLIENT PAUSE ... WRITE
+    std::vector<std::string> args;  // kAtExec: the command the proxy answers at EXEC
+  };
+
   void ProcessInput();
   void ProcessCommands();
-  std::string AddBfCommands(Hook hook, std::string_view frame);
   // How many commands of this client may be upstream at once.
   size_t MaxInFlight() const;
-  std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
+
+  // dispatch.cc
   Dispatched Dispatch(const protocol::Command& cmd);
+  // The checks Redis makes before it runs a command (deny-command, authentication, ACL rules),
+  // in Redis's order. True when the command was answered (refused).
+  bool Refused(const protocol::Command& cmd, const protocol::CommandInfo* info,
+               const protocol::CommandInfo* sub, std::string_view name);
+  // The effect of a command on connection state: how it goes upstream. False when it was
+  // answered here (SELECT 0).
+  bool PrepareEffect(const protocol::Command& cmd, const protocol::Route& route,
+                     const protocol::CommandInfo* info, Outgoing* out);
+  // Sends `cmd` (or out.rewritten) on the connection the command needs.
+  Dispatched SendUpstream(const protocol::Command& cmd, Outgoing& out);
+  // The connection for a command: the client's own one, a new own one (own_conn), or its
+  // shared one. Null when the client must wait (kRetryLater) or the upstream is unavailable
+  // (answered: kDone); *acquired says whether an own connection was just taken.
+  UpstreamConn* TargetFor(bool own_conn, Dispatched* result, bool* acquired);
+  // Dispatch-time connection state: later commands of the same pipeline are routed by it.
+  void ApplyDispatchState(protocol::Effect effect, const Outgoing& out);
   // Redis's checks before running a command: an unknown subcommand or a wrong number of
   // arguments is answered (true) as Redis answers it.
   bool RejectMalformed(const protocol::Command& cmd, const protocol::CommandInfo& info,
@@ -158,52 +236,77 @@ class Client {
   // Answers a command the proxy refuses; inside a transaction, also makes the upstream's EXEC
   // fail with EXECABORT, as Redis does after rejecting a queued command.
   void Refuse(std::string_view error);
+  void ReplyProtocolError(const std::string& error);
+  void ReplyUnavailable();
+
+  // local_commands.cc
   Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
   Dispatched HandleClient(const protocol::Command& cmd);
   Dispatched HandleClientKill(const protocol::Command& cmd);
-  // Replaces the proxy client id of CLIENT UNBLOCK by the upstream id of that client's pinned
-  // connection; leaves *out empty when the id is not an integer (the upstream's error).
-  void RewriteUnblock(const protocol::Command& cmd, std::string* out);
   Dispatched HandleHello(const protocol::Command& cmd);
   Dispatched HandleAuth(const protocol::Command& cmd);
   Dispatched HandleInfo(const protocol::Command& cmd);
   Dispatched HandleReset();
+  static bool InfoWantsProxySection(const protocol::Command& cmd);
+  void LogFailedAuth(std::string_view user) const;
+  bool CheckUser(std::string_view user, std::string_view password) const;
+  // CLIENT UNBLOCK and CLIENT TRACKING ... REDIRECT name a proxy client: the upstream knows it
+  // by its own connection's id (looked up when not known yet, proxy/upstream_id_plan.h).
+  Dispatched SendWithUpstreamId(const protocol::Command& cmd, size_t id_arg, Outgoing& out);
+
+  // reply_hooks.cc
+  void ApplyHook(Pending* slot, std::string_view frame);
+  void ApplySubscriptionFrame(Pending* slot, std::string_view frame);
+  std::string AddBfCommands(Hook hook, std::string_view frame);
+  std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
+  std::string WithProxySection(std::string_view frame);
+
+  // transaction.cc
+  // A command inside MULTI: queued upstream, followed, answered at EXEC, or a tunnel.
+  Dispatched QueueInMulti(const protocol::Command& cmd, const protocol::Route& route,
+                          const protocol::CommandInfo* info, const protocol::CommandInfo* sub);
+  // EXEC's reply with the proxy's answers in place and the queued effects applied.
+  std::string CompleteExec(Pending* slot, std::string_view frame);
+  void ApplyQueuedEffect(const QueuedEntry& entry, std::string_view reply);
+  std::string AnswerAtExec(const QueuedEntry& entry, bool* close_after);
+
+  // tunnel.cc
+  Dispatched EnterTunnel(const protocol::Command& cmd);
+  // A command read while tunnelling: checked against deny-command and the user's rules, then
+  // passed on as it is.
+  void ForwardToTunnel(const protocol::Command& cmd);
+  // The request bytes of `cmd`: its own when canonical, else re-encoded (server scratch).
+  std::string_view RequestBytes(const protocol::Command& cmd);
+
+  // filter_commands.cc
   // BF.* commands and key-level commands on filters (filters/bf_plan.h); kForward when the
   // command is not one of them.
-  Dispatched HandleFilterCommand(const protocol::Command& cmd, std::string_view lower_name);
-  Dispatched StartPlan(std::unique_ptr<filters::Plan> plan);
+  Dispatched HandleFilterCommand(const protocol::Command& cmd, const protocol::Route& route);
+  Dispatched StartPlan(std::unique_ptr<filters::Plan> plan, bool writes);
   // The connection a plan of this client runs on; null when the client must wait or the
-  // upstream is unavailable (then *result says what Dispatch returns).
-  UpstreamConn* PlanConnection(Dispatched* result);
-  // A reply slot, at the back of the client's FIFO, for a command sent to `target`.
-  Pending* NewUpstreamSlot(UpstreamConn* target);
+  // upstream is unavailable (then *result says what Dispatch returns). `writes`: the plan
+  // writes, so while the upstream holds writes back it takes a connection of its own.
+  UpstreamConn* PlanConnection(bool writes, Dispatched* result);
   // The same for a plan's reply (the plan counts as running until it is answered).
   Pending* NewPlanSlot(UpstreamConn* target);
   // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
   Dispatched JoinBatch(const filters::BfRequest& request, bool exists);
   // True when `cmd` would join the batch this client has open (so it need not wait for it).
   bool JoinsRunningBatches(const protocol::Command& cmd) const;
-  void ReplyProtocolError(const std::string& error);
-  static bool InfoWantsProxySection(const protocol::Command& cmd);
-  // Replaces the proxy client id after REDIRECT by the upstream id of that client's pinned
-  // connection; leaves *out empty when there is nothing to rewrite.
-  void RewriteTrackingRedirect(const protocol::Command& cmd, std::string* out);
-  void LogFailedAuth(std::string_view user) const;
-  bool CheckUser(std::string_view user, std::string_view password) const;
 
-  // Reply slots.
+  // Reply slots (client.cc).
   Pending* NewSlot();
+  // A reply slot, at the back of the client's FIFO, for a command sent to `target`.
+  Pending* NewUpstreamSlot(UpstreamConn* target);
   void ReplyLocal(std::string_view bytes, bool close_after = false);
-  void CompleteSlot(Pending* slot);
   void DeliverHead();
   void Append(std::string_view bytes);
 
-  // Pinning.
+  // Pinning (client.cc).
   bool NeedsPin() const;
   void MaybeReleasePin();
   void DropPin();
-  void ApplyHook(Pending* slot, std::string_view frame);
-  void ApplySubscriptionFrame(Pending* slot, std::string_view frame);
+  void ClearConnectionState();
 
   void MarkDirty();
   void Pause(uint8_t reason);
@@ -228,7 +331,7 @@ class Client {
 
   // Upstream routing.
   size_t shared_slot_ = 0;
-  UpstreamConn* pinned_ = nullptr;
+  UpstreamConn* pinned_ = nullptr;         // the client's own connection (state, dedicated, tunnel)
   UpstreamConn* inflight_conn_ = nullptr;  // where this client's in-flight commands are
   size_t inflight_ = 0;
 
@@ -240,12 +343,26 @@ class Client {
   bool watching_ = false;    // WATCH sent, not yet ended by EXEC/DISCARD/UNWATCH
   bool monitor_ = false;
   bool tracking_ = false;
+  bool no_evict_ = false;           // CLIENT NO-EVICT on
+  bool readonly_ = false;           // READONLY
+  bool asking_ = false;             // ASKING sent, its command not yet
+  bool tunnel_ = false;             // raw bytes both ways on pinned_ (tunnel.cc)
   uint64_t tracking_redirect_ = 0;  // proxy client id named by CLIENT TRACKING ... REDIRECT
   uint64_t pending_redirect_ = 0;   // the same, until the upstream accepts the command
   int64_t db_ = 0;                  // confirmed by the upstream
   int64_t channels_ = 0, patterns_ = 0, shard_channels_ = 0;
   bool reply_off_ = false;   // CLIENT REPLY OFF
   bool reply_skip_ = false;  // CLIENT REPLY SKIP: the next command's reply is dropped
+
+  // Inside MULTI (transaction.cc): +QUEUED replies since MULTI's +OK, and the queued commands
+  // the proxy answers or follows.
+  int64_t queued_ = 0;
+  uint64_t multi_seq_ = 0;  // MULTIs sent (a pipeline may hold several transactions)
+  uint64_t queued_ids_ = 0;
+  std::vector<QueuedEntry> queued_entries_;
+  // While answering a command at EXEC, local replies are written here instead.
+  std::string* capture_ = nullptr;
+  bool capture_close_ = false;
 
   // Identity.
   bool authenticated_ = false;
@@ -264,8 +381,9 @@ class Client {
   bool close_when_drained_ = false;
   bool input_closed_ = false;  // QUIT or protocol error seen: later input is ignored
   bool flush_queued_ = false;
-  bool processing_ = false;
-  bool close_asap_ = false;  // past the pub/sub output limit: closed at the next flush
+  bool processing_ = false;          // inside ProcessInput: Resume only clears pause bits
+  bool close_asap_ = false;          // past the pub/sub output limit: closed at the next flush
+  bool tunnel_read_paused_ = false;  // the tunnel's upstream side stopped: our output is full
   // Bound on the replies in flight (see MaxInFlight): the largest recent reply (bytes, decays
   // slowly) and a window that starts small and grows with every reply received.
   size_t reply_peak_ = 64;
@@ -277,8 +395,7 @@ class Client {
   bool batch_exists_ = false;
   std::string batch_key_;
   UpstreamConn* batch_conn_ = nullptr;
-  std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight  // inside
-                                       // ProcessInput: Resume only clears pause bits
+  std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight
 
   friend class Server;
 };

@@ -315,7 +315,7 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
       ReplyLocal(errors::kSyntax);
     }
   } else {
-    // KILL, PAUSE, UNPAUSE, NO-EVICT, HELP, TRACKING, ... and arity errors: the upstream's.
+    // Subcommands Redis 7.0 does not have, and arity errors: the upstream's.
     return Dispatched::kForward;
   }
   return Dispatched::kDone;
@@ -412,25 +412,6 @@ Client::Dispatched Client::HandleClientKill(const Command& cmd) {
   }
   ReplyLocal(reply);
   return Dispatched::kDone;
-}
-
-void Client::RewriteUnblock(const Command& cmd, std::string* out) {
-  // CLIENT UNBLOCK names a proxy client; the upstream knows the blocked command by the pinned
-  // connection that carries it. Any other id becomes one the upstream cannot know (reply :0).
-  int64_t id = 0;
-  if (cmd.args.size() < 3 || !protocol::StringToInt64(cmd.args[2], &id)) return;
-  int64_t target = INT64_MAX;
-  auto it = server_->clients().find(static_cast<uint64_t>(id));
-  if (id > 0 && it != server_->clients().end()) {
-    const Client* c = it->second;
-    if (c->pinned_ != nullptr && c->inflight_ > 0 && c->pinned_->redis_client_id() > 0) {
-      target = c->pinned_->redis_client_id();
-    }
-  }
-  std::vector<std::string_view> args(cmd.args.begin(), cmd.args.end());
-  std::string upstream_id = std::to_string(target);
-  args[2] = upstream_id;
-  protocol::AppendCommand(out, args);
 }
 
 bool Client::InfoWantsProxySection(const Command& cmd) {

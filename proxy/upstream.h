@@ -7,7 +7,10 @@
 //
 // A shared connection carries the pipelined commands of many clients; its replies come back in
 // the order the commands were written, so a FIFO of reply slots (Pending) matches each reply to
-// its client. A pinned connection serves one client while that client holds connection state.
+// its client. A pinned connection serves one client while that client holds connection state
+// or runs a command that holds its connection (BLPOP, a script); a tunnel is a pinned
+// connection whose bytes pass unframed (a replication link). Which command takes which kind of
+// connection: protocol/command_routes.inc and docs/connections.md.
 #pragma once
 
 #include <uv.h>
@@ -44,9 +47,14 @@ bool ResolveUpstream(const std::string& spec, UpstreamAddress* out, std::string*
 class UpstreamConn {
  public:
   enum class State { kConnecting, kReady, kClosed };
+  enum class Kind {
+    kShared,  // multiplexed, owned by a pool slot
+    kPinned,  // one client's (pool of idle ones)
+    kProbe,   // the pool's liveness check: PING on a fresh connection (CheckTimeouts)
+  };
 
-  // Starts connecting at once. `owner` is null for a shared connection.
-  UpstreamConn(Server* server, bool shared);
+  // Starts connecting at once.
+  UpstreamConn(Server* server, Kind kind);
   ~UpstreamConn();
   UpstreamConn(const UpstreamConn&) = delete;
   UpstreamConn& operator=(const UpstreamConn&) = delete;
@@ -66,7 +74,23 @@ class UpstreamConn {
 
   bool usable() const { return state_ != State::kClosed; }
   bool ready() const { return state_ == State::kReady; }
-  bool shared() const { return shared_; }
+  bool shared() const { return kind_ == Kind::kShared; }
+  Kind kind() const { return kind_; }
+
+  // Makes this (pinned) connection a tunnel: once the replies already owed are in, every byte
+  // the upstream sends goes to the owner unframed (Client::OnTunnelData), and the connection is
+  // never reused. Requests are still queued with Send(bytes, nullptr).
+  void StartTunnel();
+  bool tunnel() const { return tunnel_; }
+  // Stops and restarts reading (a tunnel whose client does not keep up).
+  void PauseReading();
+  void ResumeReading();
+  // Request bytes not yet written to the socket.
+  size_t pending_output() const { return out_.size(); }
+
+  // This end's address as the upstream's CLIENT LIST shows it ("addr=" of this connection):
+  // "127.0.0.1:40000", "[::1]:40000"; empty for a Unix socket or before the connection is made.
+  const std::string& local_address() const { return local_address_; }
   size_t in_flight() const { return inflight_.size(); }
   const std::string& last_error() const { return last_error_; }
   Server* server() const { return server_; }
@@ -83,9 +107,12 @@ class UpstreamConn {
 
   // Identifier in logs.
   uint64_t id() const { return id_; }
-  // The upstream's CLIENT ID of a pinned connection (0 until known): CLIENT TRACKING REDIRECT
-  // names connections by it.
+  // The upstream's CLIENT ID of this connection, 0 until known. CLIENT UNBLOCK and CLIENT
+  // TRACKING REDIRECT name connections by it. Over TCP it is learned only when needed, from
+  // CLIENT LIST (an admin command, which MONITOR does not show); over a Unix socket, where
+  // CLIENT LIST cannot tell connections apart, a pinned connection asks CLIENT ID when it opens.
   int64_t redis_client_id() const { return redis_client_id_; }
+  void set_redis_client_id(int64_t id) { redis_client_id_ = id; }
 
  private:
   static void OnConnect(uv_connect_t* req, int status);
@@ -97,16 +124,23 @@ class UpstreamConn {
 
   void StartHandshake();
   void OnFrame(std::string_view frame);
+  // A reply to a request the proxy made for itself (handshake, probe), or to a client that left.
+  void OnInternalReply(Pending* slot, std::string_view frame);
   void FailAll(const std::string& reply);
 
   Server* server_;
-  const bool shared_;
+  const Kind kind_;
   const uint64_t id_;
   State state_ = State::kConnecting;
   Client* owner_ = nullptr;
   bool dirty_ = false;
-  bool ever_ready_ = false;
-  int64_t redis_client_id_ = 0;  // connected at least once (restarts the pool's backoff)
+  bool ever_ready_ = false;  // connected at least once (restarts the pool's backoff)
+  bool tunnel_ = false;
+  bool reading_ = false;
+  bool read_paused_ = false;
+  bool in_use_ = false;  // counted in the pool's pinned connections in use
+  int64_t redis_client_id_ = 0;
+  std::string local_address_;
   bool flush_queued_ = false;
   int open_handles_ = 0;
   std::string last_error_;
@@ -152,8 +186,14 @@ class UpstreamPool {
   // Called by a connection when it closes (any reason).
   void OnConnClosed(UpstreamConn* conn);
 
-  // Closes shared connections whose oldest request is older than `timeout_ms`.
+  // The stall check, every upstream-timeout-ms / 10. A shared connection whose oldest request
+  // has waited `timeout_ms` is closed (its requests get error replies) and replaced, unless the
+  // upstream is busy on purpose: a stalling command or a pause sent through the proxy
+  // (UpstreamActivity), or a script run by someone else, which a PING on a fresh connection
+  // finds out (Redis answers -BUSY once the script has run past busy-reply-threshold).
   void CheckTimeouts(uint64_t now, uint64_t timeout_ms);
+  // The probe's reply.
+  void OnProbeReply(std::string_view frame);
 
   // Why the upstream is unavailable, for error replies.
   std::string unavailable_reason() const;
@@ -178,6 +218,8 @@ class UpstreamPool {
   // A command found no usable connection: slots waiting out their backoff try again now, unless
   // they tried in the last kDemandRetryMs.
   void ReconnectOnDemand();
+  void StartProbe(uint64_t now);
+  void EndProbe();
 
   Server* server_;
   std::vector<std::unique_ptr<Slot>> slots_;
@@ -185,6 +227,12 @@ class UpstreamPool {
   size_t pinned_in_use_ = 0;
   size_t next_slot_ = 0;
   bool closing_ = false;
+  // The stall check's probe.
+  enum class Probe { kNone, kWaiting, kBusy, kNotBusy };
+  UpstreamConn* probe_ = nullptr;
+  Probe probe_state_ = Probe::kNone;
+  uint64_t probe_started_ms_ = 0;
+  uint64_t spared_ms_ = 0;  // requests sent before this waited while the upstream was busy
 };
 
 }  // namespace bloomproxy::proxy

@@ -18,9 +18,6 @@ namespace bloomproxy::proxy {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
-constexpr int kFirstBackoffMs = 50;
-// While the upstream is down, commands start reconnect attempts at most this often per slot.
-constexpr uint64_t kDemandRetryMs = 100;
 
 std::string HostOf(const UpstreamAddress& a) { return a.text; }
 
@@ -36,6 +33,22 @@ std::string InfoField(std::string_view body, std::string_view field) {
       return std::string(line.substr(field.size() + 1));
     }
     pos = eol + 2;
+  }
+  return {};
+}
+
+// An address as Redis writes it in CLIENT LIST (anetFormatAddr): "ip:port", "[ip6]:port".
+std::string FormatAddress(const sockaddr_storage& a) {
+  char host[INET6_ADDRSTRLEN] = "";
+  if (a.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&a);
+    uv_ip4_name(in, host, sizeof(host));
+    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a);
+    uv_ip6_name(in6, host, sizeof(host));
+    return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
   }
   return {};
 }
@@ -88,8 +101,8 @@ bool ResolveUpstream(const std::string& spec, UpstreamAddress* out, std::string*
 // ---------------------------------------------------------------------------------------------
 // UpstreamConn
 
-UpstreamConn::UpstreamConn(Server* server, bool shared)
-    : server_(server), shared_(shared), id_(server->NextUpstreamId()) {
+UpstreamConn::UpstreamConn(Server* server, Kind kind)
+    : server_(server), kind_(kind), id_(server->NextUpstreamId()) {
   uv_loop_t* loop = server->loop();
   const UpstreamAddress& addr = server->upstream_address();
   int rc;
@@ -142,15 +155,24 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
   self->ever_ready_ = true;
   if (!self->server_->upstream_address().is_unix) {
     uv_tcp_keepalive(&self->sock_.tcp, 1, 60);
+    sockaddr_storage ss;
+    int len = sizeof(ss);
+    if (uv_tcp_getsockname(&self->sock_.tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+      self->local_address_ = FormatAddress(ss);
+    }
   }
-  int rc = uv_read_start(&self->sock_.stream, OnAlloc, OnRead);
-  if (rc != 0) {
-    self->Close(uv_strerror(rc));
-    return;
+  self->reading_ = true;
+  if (!self->read_paused_) {
+    int rc = uv_read_start(&self->sock_.stream, OnAlloc, OnRead);
+    if (rc != 0) {
+      self->Close(uv_strerror(rc));
+      return;
+    }
   }
+  static constexpr const char* kKinds[] = {"shared", "pinned", "probe"};
   LOG_VERBOSE(
       "upstream connection %llu to %s established (%s)", static_cast<unsigned long long>(self->id_),
-      HostOf(self->server_->upstream_address()).c_str(), self->shared_ ? "shared" : "pinned");
+      HostOf(self->server_->upstream_address()).c_str(), kKinds[static_cast<int>(self->kind_)]);
   self->StartHandshake();
   self->server_->QueueFlush(self);
 }
@@ -172,7 +194,7 @@ void UpstreamConn::StartHandshake() {
     p->hook = Hook::kAuthUpstream;
     slots.push_back(p);
   }
-  if (shared_) {
+  if (kind_ == Kind::kShared) {
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"INFO", "server"});
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"INFO", "replication"});
     for (int i = 0; i < 2; ++i) {
@@ -181,7 +203,8 @@ void UpstreamConn::StartHandshake() {
       slots.push_back(p);
     }
   }
-  if (!shared_) {
+  if (kind_ == Kind::kPinned && server_->upstream_address().is_unix) {
+    // Over TCP the id is looked up in CLIENT LIST when needed (see redis_client_id()).
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
     auto* p = new Pending;
     p->hook = Hook::kUpstreamId;
@@ -234,6 +257,7 @@ void UpstreamConn::OnWrite(uv_write_t* req, int status) {
     return;
   }
   if (!self->out_.empty()) self->Flush();
+  if (self->tunnel_ && self->owner_ != nullptr) self->owner_->OnTunnelWritten();
 }
 
 void UpstreamConn::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
@@ -250,6 +274,13 @@ void UpstreamConn::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
   }
   self->in_.Commit(static_cast<size_t>(nread));
   while (self->state_ != State::kClosed && !self->in_.empty()) {
+    if (self->tunnel_ && self->inflight_.empty()) {
+      // Everything owed a framed reply is answered: the rest is the tunnel's.
+      std::string_view bytes = self->in_.view();
+      self->in_.Consume(bytes.size());
+      if (self->owner_ != nullptr) self->owner_->OnTunnelData(bytes);
+      break;
+    }
     size_t len = 0;
     std::string_view view = self->in_.view();
     protocol::FrameStatus st = self->framer_.Next(view, &len);
@@ -286,47 +317,69 @@ void UpstreamConn::OnFrame(std::string_view frame) {
     runner->OnFrame(frame, last);
     return;
   }
-  if (slot->client == nullptr) {
-    // Internal request, or a client that left: the reply is read here and dropped.
-    const bool is_error = !frame.empty() && frame[0] == '-';
-    if (slot->hook == Hook::kAuthUpstream && is_error) {
-      LOG_WARNING("upstream rejected the proxy's AUTH: %.*s",
-                  static_cast<int>(frame.size() > 2 ? frame.size() - 2 : 0), frame.data());
-      inflight_.pop_front();
-      delete slot;
-      Close("upstream authentication failed");
-      return;
-    }
-    if (slot->hook == Hook::kServerInfo && !is_error) {
-      protocol::ReplyPtr r = server_->decoder().Decode(frame);
-      if (r && r->type == REDIS_REPLY_STRING) {
-        std::string_view body(r->str, r->len);
-        UpstreamInfo& info = server_->upstream_info();
-        std::string v = InfoField(body, "redis_version");
-        if (!v.empty()) info.version = v;
-        std::string m = InfoField(body, "redis_mode");
-        if (!m.empty()) info.mode = m;
-        std::string role = InfoField(body, "role");
-        if (!role.empty()) info.role = role == "slave" ? "replica" : role;
-      }
-    }
-    if (slot->hook == Hook::kUpstreamId && frame.size() > 3 && frame[0] == ':') {
-      int64_t id = 0;
-      if (protocol::StringToInt64(frame.substr(1, frame.size() - 3), &id)) redis_client_id_ = id;
-    }
-    if (slot->frames_left < 0) slot->frames_left = 1;
-    // Only a subscribe-family reply may end early with an error; the replies of internal
-    // requests are counted exactly.
-    const bool early = is_error && slot->hook == Hook::kSubscribe;
-    if (--slot->frames_left <= 0 || early) {
-      inflight_.pop_front();
-      delete slot;
-    }
-    return;
-  }
+  if (slot->client == nullptr) return OnInternalReply(slot, frame);
   // Pop before calling back: the client may close this connection from inside the call.
   inflight_.pop_front();
   if (!slot->client->OnUpstreamFrame(this, slot, frame)) inflight_.push_front(slot);
+}
+
+void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
+  // The reply is read here and dropped (a client that left gets nothing).
+  const bool is_error = !frame.empty() && frame[0] == '-';
+  if (slot->hook == Hook::kAuthUpstream && is_error) {
+    LOG_WARNING("upstream rejected the proxy's AUTH: %.*s",
+                static_cast<int>(frame.size() > 2 ? frame.size() - 2 : 0), frame.data());
+    inflight_.pop_front();
+    delete slot;
+    Close("upstream authentication failed");
+    return;
+  }
+  if (slot->hook == Hook::kServerInfo && !is_error) {
+    protocol::ReplyPtr r = server_->decoder().Decode(frame);
+    if (r && r->type == REDIS_REPLY_STRING) {
+      std::string_view body(r->str, r->len);
+      UpstreamInfo& info = server_->upstream_info();
+      std::string v = InfoField(body, "redis_version");
+      if (!v.empty()) info.version = v;
+      std::string m = InfoField(body, "redis_mode");
+      if (!m.empty()) info.mode = m;
+      std::string role = InfoField(body, "role");
+      if (!role.empty()) info.role = role == "slave" ? "replica" : role;
+    }
+  }
+  if (slot->hook == Hook::kUpstreamId && frame.size() > 3 && frame[0] == ':') {
+    int64_t id = 0;
+    if (protocol::StringToInt64(frame.substr(1, frame.size() - 3), &id)) redis_client_id_ = id;
+  }
+  if (slot->hook == Hook::kProbe) server_->pool().OnProbeReply(frame);
+  if (slot->frames_left < 0) slot->frames_left = 1;
+  // Only a subscribe-family reply may end early with an error; the replies of internal
+  // requests are counted exactly.
+  const bool early = is_error && slot->hook == Hook::kSubscribe;
+  if (--slot->frames_left <= 0 || early) {
+    inflight_.pop_front();
+    delete slot;
+  }
+}
+
+void UpstreamConn::StartTunnel() {
+  tunnel_ = true;
+  dirty_ = true;
+}
+
+void UpstreamConn::PauseReading() {
+  if (read_paused_) return;
+  read_paused_ = true;
+  if (reading_ && state_ == State::kReady) uv_read_stop(&sock_.stream);
+}
+
+void UpstreamConn::ResumeReading() {
+  if (!read_paused_) return;
+  read_paused_ = false;
+  if (reading_ && state_ == State::kReady) {
+    const int rc = uv_read_start(&sock_.stream, OnAlloc, OnRead);
+    if (rc != 0) Close(uv_strerror(rc));
+  }
 }
 
 void UpstreamConn::FailAll(const std::string& reply) {
@@ -375,149 +428,6 @@ void UpstreamConn::Close(const std::string& reason) {
 void UpstreamConn::OnClose(uv_handle_t* h) {
   auto* self = static_cast<UpstreamConn*>(h->data);
   if (--self->open_handles_ == 0) delete self;
-}
-
-// ---------------------------------------------------------------------------------------------
-// UpstreamPool
-
-UpstreamPool::UpstreamPool(Server* server) : server_(server) {}
-
-UpstreamPool::~UpstreamPool() = default;
-
-void UpstreamPool::Start() {
-  const int n = std::max(1, server_->options().upstream_connections);
-  for (int i = 0; i < n; ++i) {
-    auto slot = std::make_unique<Slot>();
-    slot->pool = this;
-    uv_timer_init(server_->loop(), &slot->timer);
-    slot->timer.data = slot.get();
-    slots_.push_back(std::move(slot));
-  }
-  for (auto& slot : slots_) Connect(slot.get());
-}
-
-void UpstreamPool::Connect(Slot* slot) {
-  slot->last_attempt_ms = uv_now(server_->loop());
-  slot->conn = new UpstreamConn(server_, true);
-}
-
-void UpstreamPool::ReconnectOnDemand() {
-  if (closing_) return;
-  const uint64_t now = uv_now(server_->loop());
-  for (auto& slot : slots_) {
-    if (slot->conn != nullptr || now - slot->last_attempt_ms < kDemandRetryMs) continue;
-    uv_timer_stop(&slot->timer);
-    Connect(slot.get());
-  }
-}
-
-void UpstreamPool::OnReconnect(uv_timer_t* t) {
-  auto* slot = static_cast<Slot*>(t->data);
-  if (slot->pool->closing_ || slot->conn != nullptr) return;
-  slot->pool->Connect(slot);
-}
-
-UpstreamConn* UpstreamPool::Shared(size_t* hint) {
-  const size_t n = slots_.size();
-  for (size_t i = 0; i < n; ++i) {
-    size_t idx = (*hint + i) % n;
-    UpstreamConn* c = slots_[idx]->conn;
-    if (c != nullptr && c->usable()) {
-      *hint = idx;
-      return c;
-    }
-  }
-  ReconnectOnDemand();
-  return nullptr;
-}
-
-UpstreamConn* UpstreamPool::AcquirePinned(Client* owner) {
-  UpstreamConn* conn = nullptr;
-  while (!idle_pinned_.empty() && conn == nullptr) {
-    conn = idle_pinned_.back();
-    idle_pinned_.pop_back();
-    if (!conn->usable()) conn = nullptr;
-  }
-  if (conn == nullptr) conn = new UpstreamConn(server_, false);
-  conn->set_owner(owner);
-  ++pinned_in_use_;
-  return conn;
-}
-
-void UpstreamPool::ReleasePinned(UpstreamConn* conn) {
-  if (pinned_in_use_ > 0) --pinned_in_use_;
-  conn->set_owner(nullptr);
-  const bool keep = !closing_ && conn->ready() && !conn->dirty() && conn->in_flight() == 0 &&
-                    idle_pinned_.size() < static_cast<size_t>(server_->options().pinned_pool_size);
-  if (keep) {
-    idle_pinned_.push_back(conn);
-  } else {
-    conn->Close("released");
-  }
-}
-
-void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
-  if (!conn->shared()) {
-    auto it = std::find(idle_pinned_.begin(), idle_pinned_.end(), conn);
-    if (it != idle_pinned_.end()) idle_pinned_.erase(it);
-    return;
-  }
-  for (auto& slot : slots_) {
-    if (slot->conn != conn) continue;
-    slot->conn = nullptr;
-    slot->last_error = conn->last_error();
-    ++server_->stats().upstream_errors;
-    if (closing_) return;
-    // A connection that worked restarts the backoff; repeated failures double it up to the cap.
-    const int cap = std::max(kFirstBackoffMs, server_->options().reconnect_max_ms);
-    slot->backoff_ms = conn->ever_ready_
-                           ? kFirstBackoffMs
-                           : std::min(cap, std::max(kFirstBackoffMs, slot->backoff_ms * 2));
-    if (conn->ever_ready_) {
-      LOG_WARNING("upstream %s connection lost: %s", server_->upstream_address().text.c_str(),
-                  conn->last_error().c_str());
-    }
-    uv_timer_start(&slot->timer, OnReconnect, static_cast<uint64_t>(slot->backoff_ms), 0);
-    return;
-  }
-}
-
-void UpstreamPool::CheckTimeouts(uint64_t now, uint64_t timeout_ms) {
-  // A shared connection whose oldest request has waited too long is stalled (the upstream is
-  // stopped, or a network path is black-holed): it fails, every request on it gets an error,
-  // and a new connection is made. Pinned connections are exempt: a BLPOP may wait for ever.
-  for (auto& slot : slots_) {
-    UpstreamConn* c = slot->conn;
-    if (c == nullptr || c->inflight_.empty()) continue;
-    if (now - c->inflight_.front()->sent_ms > timeout_ms) c->Close("command timeout");
-  }
-}
-
-std::string UpstreamPool::unavailable_reason() const {
-  for (const auto& slot : slots_) {
-    if (!slot->last_error.empty()) return slot->last_error;
-  }
-  return "not connected";
-}
-
-size_t UpstreamPool::shared_count() const {
-  size_t n = 0;
-  for (const auto& slot : slots_) n += slot->conn != nullptr && slot->conn->ready();
-  return n;
-}
-
-void UpstreamPool::CloseAll() {
-  closing_ = true;
-  for (auto& slot : slots_) {
-    uv_timer_stop(&slot->timer);
-    if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&slot->timer))) {
-      uv_close(reinterpret_cast<uv_handle_t*>(&slot->timer), nullptr);
-    }
-    if (slot->conn != nullptr) slot->conn->Close("proxy shutting down");
-  }
-  std::vector<UpstreamConn*> idle;
-  idle.swap(idle_pinned_);
-  for (UpstreamConn* c : idle) c->Close("proxy shutting down");
 }
 
 }  // namespace bloomproxy::proxy

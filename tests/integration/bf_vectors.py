@@ -284,6 +284,17 @@ def prefix_belongs_to(prefix, name):
     return False
 
 
+MARKER_KEY_RE = re.compile(rb"\A(?P<prefix>.*):bf\Z", re.S)
+
+
+def marker_keys_of(client, name, keys=None):
+    """The marker key(s) upstream of filter `name`: <prefix>:bf, which tells TYPE that a hash
+    may be a filter without reading it."""
+    keys = upstream_keys(client) if keys is None else keys
+    return sorted(k for k in keys
+                  if (m := MARKER_KEY_RE.match(k)) and prefix_belongs_to(m.group("prefix"), name))
+
+
 def upstream_keys(client):
     """All keys of db 0 of the upstream (redis-py client to the redis-server itself)."""
     return set(client.keys("*"))

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from bf_vectors import (WRONGTYPE, ModelFilter, data_keys_of, key_hash_slot, parse_data_key,
-                        run_commands, upstream_keys)
+from bf_vectors import (WRONGTYPE, ModelFilter, data_keys_of, key_hash_slot, marker_keys_of,
+                        parse_data_key, run_commands, upstream_keys)
 from bp_helpers import encode_command as cmd, parse_resp, replies_of, wait_until
 
 SHARD = 64
@@ -67,7 +67,10 @@ def assert_only_keys(direct, filters=(), plain=()):
         assert len(ids) == 1, f"filter {name!r}: data keys of {len(ids)} filter ids: {data[:6]}"
         slot = key_hash_slot(name)
         assert all(key_hash_slot(k) == slot for k in data), f"{name!r}: data keys in other slots"
-        expected |= set(data)
+        markers = marker_keys_of(direct, name, keys)
+        assert len(markers) == 1, f"filter {name!r}: markers {markers}"
+        assert key_hash_slot(markers[0]) == slot, f"{name!r}: marker in another slot"
+        expected |= set(data) | set(markers)
     assert keys == expected, (f"unexpected upstream keys: {sorted(keys - expected)[:8]}; "
                               f"missing: {sorted(expected - keys)[:8]}")
 

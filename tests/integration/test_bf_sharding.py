@@ -5,7 +5,7 @@ model), and upstream every shard stays within the limit and in the filter name's
 import pytest
 
 from bf_vectors import (ModelFilter, data_keys_of, key_hash_slot, link_bytes_from_shards,
-                        parse_data_key, run_commands, upstream_keys)
+                        marker_keys_of, parse_data_key, run_commands, upstream_keys)
 from bp_helpers import parse_resp
 
 SHARD = 64
@@ -161,9 +161,12 @@ def test_data_keys_in_the_names_slot(proxy, redis_instance, name):
     assert name in keys
     data = data_keys_of(direct, name, keys)
     assert len(data) >= 5, f"data keys of {name!r}: {sorted(keys)[:20]}"
-    assert set(data) | {name} == keys, f"unexpected upstream keys: {sorted(keys - set(data))[:10]}"
+    markers = marker_keys_of(direct, name, keys)
+    assert len(markers) == 1, f"markers of {name!r}: {markers}"
+    assert set(data) | {name} | set(markers) == keys, \
+        f"unexpected upstream keys: {sorted(keys - set(data))[:10]}"
     slot = key_hash_slot(name)
-    wrong = [k for k in data if key_hash_slot(k) != slot]
+    wrong = [k for k in data + markers if key_hash_slot(k) != slot]
     assert not wrong, f"name {name!r} (slot {slot}): data keys in other slots: {wrong[:5]}"
     for k in data:
         assert direct.strlen(k) <= SHARD

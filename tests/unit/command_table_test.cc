@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <new>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -72,35 +73,82 @@ TEST(CommandTableTest, Flags) {
   EXPECT_TRUE(LookupCommand("xread")->flags & kFlagMovableKeys);
 }
 
+const Route& RouteOf(std::string_view name) {
+  const size_t bar = name.find('|');
+  const CommandInfo* info = LookupCommand(name.substr(0, bar));
+  EXPECT_NE(info, nullptr) << name;
+  if (info != nullptr && bar != std::string_view::npos) {
+    info = LookupSubcommand(*info, name.substr(bar + 1));
+    EXPECT_NE(info, nullptr) << name;
+  }
+  static const Route kMissing{};
+  return info != nullptr ? info->route : kMissing;
+}
+
+TEST(CommandTableTest, EveryCommandHasExactlyOneRouteRow) {
+  // The rows were written by reading what each command does to its connection: a command Redis
+  // adds must get a row of its own, never fall back to a default unnoticed.
+  std::vector<std::string_view> rows = RouteRowNames();
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_TRUE(seen.insert(rows[i]).second) << "two rows for " << rows[i];
+    if (i > 0) {
+      EXPECT_LT(rows[i - 1], rows[i]) << "rows out of order at " << rows[i];
+    }
+  }
+  std::set<std::string_view> commands;
+  for (const CommandInfo* info : AllCommands()) commands.insert(info->name);
+  for (std::string_view name : commands) EXPECT_TRUE(seen.count(name)) << "no row for " << name;
+  for (std::string_view name : seen)
+    EXPECT_TRUE(commands.count(name)) << "row for unknown " << name;
+}
+
 TEST(CommandTableTest, Routes) {
-  for (std::string_view name :
-       {"ping", "echo", "hello", "auth", "client", "quit", "reset", "info"}) {
-    ASSERT_NE(LookupCommand(name), nullptr) << name;
-    EXPECT_EQ(LookupCommand(name)->route, Route::kLocal) << name;
+  for (std::string_view name : {"ping", "echo", "hello", "auth", "client", "quit", "reset", "info",
+                                "client|id", "client|kill", "client|list", "client|setname"}) {
+    EXPECT_EQ(RouteOf(name).conn, Conn::kLocal) << name;
   }
   for (std::string_view name :
-       {"select", "multi", "watch", "subscribe", "psubscribe", "ssubscribe", "monitor"}) {
-    ASSERT_NE(LookupCommand(name), nullptr) << name;
-    EXPECT_EQ(LookupCommand(name)->route, Route::kPin) << name;
+       {"select", "multi", "watch", "subscribe", "psubscribe", "ssubscribe", "monitor",
+        "client|tracking", "client|no-evict", "readonly", "asking"}) {
+    EXPECT_EQ(RouteOf(name).conn, Conn::kPinned) << name;
   }
   for (std::string_view name :
-       {"exec", "discard", "unwatch", "unsubscribe", "punsubscribe", "sunsubscribe"}) {
-    ASSERT_NE(LookupCommand(name), nullptr) << name;
-    EXPECT_EQ(LookupCommand(name)->route, Route::kUnpin) << name;
+       {"blpop",    "brpop",       "blmove",        "brpoplpush",     "blmpop",
+        "bzpopmin", "bzpopmax",    "bzmpop",        "wait",           "eval",
+        "evalsha",  "eval_ro",     "evalsha_ro",    "fcall",          "fcall_ro",
+        "debug",    "script|kill", "function|kill", "client|unpause", "client|unblock",
+        "shutdown"}) {
+    EXPECT_EQ(RouteOf(name).conn, Conn::kDedicated) << name;
   }
-  for (std::string_view name : {"blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin",
-                                "bzpopmax", "bzmpop", "wait", "xread", "xreadgroup"}) {
-    ASSERT_NE(LookupCommand(name), nullptr) << name;
-    EXPECT_EQ(LookupCommand(name)->route, Route::kBlocking) << name;
+  for (std::string_view name : {"sync", "psync", "replconf", "script|debug"}) {
+    EXPECT_EQ(RouteOf(name).conn, Conn::kTunnel) << name;
   }
   for (std::string_view name : {"post", "POST", "host:", "Host:"}) {
-    ASSERT_NE(LookupCommand(name), nullptr) << name;
-    EXPECT_EQ(LookupCommand(name)->route, Route::kCloseClient) << name;
+    EXPECT_EQ(RouteOf(name).conn, Conn::kCloseClient) << name;
   }
-  for (std::string_view name : {"get", "set", "command", "del", "eval", "config"}) {
-    ASSERT_NE(LookupCommand(name), nullptr) << name;
-    EXPECT_EQ(LookupCommand(name)->route, Route::kForward) << name;
+  for (std::string_view name : {"get", "set", "command", "del", "config", "exec", "unwatch",
+                                "unsubscribe", "xread", "client|pause", "publish"}) {
+    EXPECT_EQ(RouteOf(name).conn, Conn::kShared) << name;
   }
+}
+
+TEST(CommandTableTest, RouteEffectsAndTraits) {
+  EXPECT_EQ(RouteOf("select").effect, Effect::kSelect);
+  EXPECT_EQ(RouteOf("select").in_multi, InMulti::kTrack);
+  EXPECT_EQ(RouteOf("xreadgroup").effect, Effect::kBlockOption);
+  EXPECT_EQ(RouteOf("subscribe").in_multi, InMulti::kTunnel);
+  EXPECT_EQ(RouteOf("replconf").in_multi, InMulti::kTunnel);
+  EXPECT_EQ(RouteOf("client|kill").in_multi, InMulti::kAtExec);
+  EXPECT_EQ(RouteOf("get").in_multi, InMulti::kQueue);
+  EXPECT_TRUE(RouteOf("eval").traits & kTraitMayReplicate);
+  EXPECT_FALSE(RouteOf("eval_ro").traits & kTraitMayReplicate);
+  EXPECT_TRUE(RouteOf("eval_ro").traits & kTraitStallsServer);
+  for (std::string_view name : {"type", "del", "unlink", "expire", "pexpire", "expireat",
+                                "pexpireat", "persist", "rename", "renamenx"}) {
+    EXPECT_TRUE(RouteOf(name).traits & kTraitFilterKey) << name;
+  }
+  EXPECT_FALSE(RouteOf("get").traits & kTraitFilterKey);
 }
 
 TEST(CommandTableTest, UnknownNames) {

@@ -1,0 +1,451 @@
+// Dispatch: Redis's checks before a command runs, then the command table's rule for it
+// (protocol/command_routes.inc): answered here, queued in a transaction, turned into a plan on
+// filters, a tunnel, or sent upstream on the connection its effect on connection state needs.
+#include <cctype>
+
+#include "protocol/encoder.h"
+#include "protocol/errors.h"
+#include "proxy/acl.h"
+#include "proxy/activity.h"
+#include "proxy/client.h"
+#include "proxy/log.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+namespace errors = protocol::errors;
+using protocol::Command;
+using protocol::CommandInfo;
+using protocol::Conn;
+using protocol::Effect;
+using protocol::Route;
+
+namespace {
+
+// Lower-cases `s` into `buf` (size n); returns the view, empty if it does not fit.
+std::string_view Lower(std::string_view s, char* buf, size_t n) {
+  if (s.size() > n) return {};
+  for (size_t i = 0; i < s.size(); ++i) {
+    buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+  }
+  return {buf, s.size()};
+}
+
+// XREAD and XREADGROUP block only with a BLOCK option before STREAMS.
+bool HasBlockOption(const Command& cmd) {
+  for (size_t i = 1; i < cmd.args.size(); ++i) {
+    if (IEquals(cmd.args[i], "streams")) return false;
+    if (IEquals(cmd.args[i], "block")) return true;
+  }
+  return false;
+}
+
+// The position of the client id after REDIRECT in CLIENT TRACKING ON ..., or 0.
+size_t RedirectArg(const Command& cmd) {
+  if (cmd.args.size() < 3 || !IEquals(cmd.args[2], "on")) return 0;
+  for (size_t i = 3; i + 1 < cmd.args.size(); ++i) {
+    if (IEquals(cmd.args[i], "redirect")) return i + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Client::Dispatched Client::Dispatch(const Command& cmd) {
+  if (cmd.args.empty()) return Dispatched::kDone;
+  if (running_plans_ > 0 && !JoinsRunningBatches(cmd)) {
+    // A plan of this client is not answered yet: what comes after it waits, so it sees the
+    // plan's effects (and its reply keeps its place).
+    Pause(kPausePlan);
+    return Dispatched::kRetryLater;
+  }
+  ++server_->stats().commands_processed;
+  char name_buf[32];
+  std::string_view name = Lower(cmd.args[0], name_buf, sizeof(name_buf));
+  const CommandInfo* info = protocol::LookupCommand(cmd.args[0]);
+  const CommandInfo* sub = nullptr;
+  if (info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1) {
+    sub = protocol::LookupSubcommand(*info, cmd.args[1]);
+  }
+  last_cmd_ = sub ? sub->name : info ? info->name : std::string_view("NULL");
+  if (in_multi_) ++multi_count_;
+
+  if (name == "quit") {
+    // Redis answers QUIT before anything else, authenticated or not, and closes after it.
+    input_closed_ = true;
+    Pause(kPauseClosing);
+    ReplyLocal("+OK\r\n", /*close_after=*/true);
+    return Dispatched::kStop;
+  }
+  if (info != nullptr && info->route.conn == Conn::kCloseClient) {
+    // Redis treats these as an HTTP request sent to a Redis port and closes silently.
+    LOG_WARNING(
+        "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or "
+        "Host: commands to bloomproxy. Connection aborted.");
+    Close();
+    return Dispatched::kStop;
+  }
+  if (Refused(cmd, info, sub, name)) return Dispatched::kDone;
+  if (name == "reset") {
+    if (cmd.args.size() != 1) {
+      ReplyLocal(errors::WrongArity(cmd.args[0]));
+      return Dispatched::kDone;
+    }
+    return HandleReset();
+  }
+
+  const Route route = sub ? sub->route : info ? info->route : Route{};
+  if (pinned_ != nullptr && in_multi_ && route.effect != Effect::kExec &&
+      route.effect != Effect::kDiscard && route.effect != Effect::kMulti &&
+      route.effect != Effect::kWatch) {
+    return QueueInMulti(cmd, route, info, sub);
+  }
+  // In pub/sub mode and while monitoring the upstream decides what a command means (allowed,
+  // or rejected with Redis's own error), so everything goes to the pinned connection.
+  const bool upstream_decides = pinned_ != nullptr && (in_pubsub() || subscribing_ > 0 || monitor_);
+  if (!upstream_decides) {
+    if (server_->bf_emulate()) {
+      Dispatched d = HandleFilterCommand(cmd, route);
+      if (d != Dispatched::kForward) return d;
+    }
+    if (route.conn == Conn::kLocal && !(pinned_ != nullptr && (name == "ping" || name == "echo"))) {
+      // (PING and ECHO on a pinned connection are forwarded, in order with its replies.)
+      if (info != nullptr && !protocol::ArityOk(*info, cmd.args.size())) {
+        ReplyLocal(errors::WrongArity(cmd.args[0]));
+        return Dispatched::kDone;
+      }
+      if (inflight_ > 0 && name != "ping" && name != "echo" && name != "info") {
+        // Its answer describes the connection as the commands before it leave it (CLIENT INFO
+        // after SELECT, CLIENT GETNAME after a transaction that set it): it waits for them.
+        Pause(kPauseBarrier);
+        return Dispatched::kRetryLater;
+      }
+      Dispatched d = HandleLocal(cmd, name);
+      if (d != Dispatched::kForward) return d;
+    }
+    if (route.conn == Conn::kTunnel) return EnterTunnel(cmd);
+  }
+
+  Outgoing out;
+  if (!PrepareEffect(cmd, route, info, &out)) return Dispatched::kDone;
+  if (name == "info" && InfoWantsProxySection(cmd)) {
+    out.hook = Hook::kInfo;
+  } else if (name == "command" && server_->bf_emulate()) {
+    if (cmd.args.size() == 1 || (cmd.args.size() == 2 && IEquals(cmd.args[1], "list"))) {
+      out.hook = Hook::kCommandAll;
+    } else if (cmd.args.size() == 2 && IEquals(cmd.args[1], "count")) {
+      out.hook = Hook::kCommandCount;
+    } else if (cmd.args.size() > 2 && IEquals(cmd.args[1], "info")) {
+      // The upstream answers nil for the BF.* names; their entries replace those nils.
+      for (size_t i = 2; i < cmd.args.size() && i < 64 + 2; ++i) {
+        filters::BfCommand bf;
+        if (filters::LookupBfCommand(cmd.args[i], &bf)) out.arg |= int64_t{1} << (i - 2);
+      }
+      if (out.arg != 0) {
+        out.hook = Hook::kCommandInfo;
+        bf_names_.assign(cmd.args.begin() + 2, cmd.args.end());
+      }
+    }
+  }
+  if (!upstream_decides && route.effect == Effect::kUnblock && cmd.args.size() > 2) {
+    return SendWithUpstreamId(cmd, 2, out);
+  }
+  if (!upstream_decides && route.effect == Effect::kTracking && RedirectArg(cmd) != 0) {
+    return SendWithUpstreamId(cmd, RedirectArg(cmd), out);
+  }
+  return SendUpstream(cmd, out);
+}
+
+bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandInfo* sub,
+                     std::string_view name) {
+  if (!server_->options().denied_commands.empty() && server_->Denied(name)) {
+    // As if renamed away in redis.conf: the command does not exist for clients.
+    Refuse(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
+    return true;
+  }
+  if (!authenticated_) {
+    // Redis checks existence and arity before authentication (src/server.c processCommand).
+    filters::BfCommand bf;
+    if (info == nullptr && server_->bf_emulate() && filters::LookupBfCommand(cmd.args[0], &bf)) {
+      ReplyLocal(errors::kNoAuth);
+      return true;
+    }
+    if (info == nullptr) {
+      ReplyLocal(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
+      return true;
+    }
+    if (RejectMalformed(cmd, *info, sub)) return true;
+    if ((info->flags & protocol::kFlagNoAuth) == 0) {
+      ReplyLocal(errors::kNoAuth);
+      return true;
+    }
+    return false;
+  }
+  if (acl_ == nullptr || (info != nullptr && (info->flags & protocol::kFlagNoAuth) != 0)) {
+    return false;
+  }
+  // The user's command rules, checked where Redis checks ACLs: after existence, arity and
+  // authentication. AUTH, HELLO, RESET and QUIT are always allowed, as in Redis.
+  std::string lower;
+  std::string_view full = sub ? sub->name : name;
+  if (full.empty()) {
+    lower.assign(cmd.args[0]);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    full = lower;
+  }
+  if (acl_->Allows(full)) return false;
+  filters::BfCommand bf;
+  if (info == nullptr && full.find('.') == std::string_view::npos &&
+      !filters::LookupBfCommand(full, &bf)) {
+    // Not a command of Redis 7.0, the proxy or a module: Redis's own answer, unknown.
+    Refuse(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
+  } else if (info == nullptr || !RejectMalformed(cmd, *info, sub)) {
+    Refuse(errors::NoPermission(full));
+  }
+  return true;
+}
+
+bool Client::PrepareEffect(const Command& cmd, const Route& route, const CommandInfo* info,
+                           Outgoing* out) {
+  const size_t argc = cmd.args.size();
+  out->effect = route.effect;
+  switch (route.effect) {
+    case Effect::kMulti:
+    case Effect::kMonitor:
+    case Effect::kAsking:
+      out->own_conn = true;
+      out->hook = route.effect == Effect::kMulti     ? Hook::kMulti
+                  : route.effect == Effect::kMonitor ? Hook::kMonitor
+                                                     : Hook::kAsking;
+      break;
+    case Effect::kExec:
+    case Effect::kDiscard:
+      out->hook = route.effect == Effect::kExec ? Hook::kExec : Hook::kDiscard;
+      out->arg = static_cast<int64_t>(multi_seq_);
+      break;
+    case Effect::kWatch:
+      out->own_conn = true;
+      out->hook = Hook::kWatch;
+      out->arg = watching_;
+      break;
+    case Effect::kUnwatch:
+      out->hook = Hook::kUnwatch;
+      break;
+    case Effect::kSelect: {
+      int64_t db = 0;
+      if (argc == 2 && protocol::StringToInt64(cmd.args[1], &db)) {
+        if (db == 0 && pinned_ == nullptr) {
+          ReplyLocal("+OK\r\n");
+          return false;
+        }
+        out->own_conn = db != 0;
+        out->hook = Hook::kSelect;
+        out->arg = db;
+      }
+      break;
+    }
+    case Effect::kSubscribe:
+    case Effect::kUnsubscribe: {
+      const std::string_view n = info->name;  // lower case
+      out->sub_kind = n[0] == 'p' ? 1 : (n == "ssubscribe" || n == "sunsubscribe") ? 2 : 0;
+      out->hook = Hook::kSubscribe;
+      out->frames = argc > 1 ? static_cast<int32_t>(argc - 1) : -1;
+      out->own_conn = route.effect == Effect::kSubscribe;
+      break;
+    }
+    case Effect::kTracking:
+      // CLIENT TRACKING and CACHING belong to the connection that ran them.
+      out->own_conn = true;
+      if (argc > 2) {
+        out->hook = Hook::kTracking;
+        out->arg = IEquals(cmd.args[2], "on") ? 1 : 0;
+      }
+      break;
+    case Effect::kNoEvict:
+      out->hook = Hook::kNoEvict;
+      out->arg = argc > 2 && IEquals(cmd.args[2], "on") ? 1 : 0;
+      out->own_conn = out->arg == 1;
+      break;
+    case Effect::kReadonly:
+    case Effect::kReadwrite:
+      out->hook = Hook::kReadonly;
+      out->arg = route.effect == Effect::kReadonly ? 1 : 0;
+      out->own_conn = out->arg == 1;
+      break;
+    case Effect::kPause: {
+      // CLIENT PAUSE timeout [WRITE|ALL]; the upstream validates, +OK starts the pause.
+      int64_t ms = 0;
+      if (argc >= 3 && protocol::StringToInt64(cmd.args[2], &ms) && ms >= 0) {
+        out->hook = Hook::kPause;
+        out->arg = ms;
+        out->sub_kind = argc > 3 && IEquals(cmd.args[3], "write") ? 1 : 0;
+      }
+      break;
+    }
+    case Effect::kUnpause:
+      out->hook = Hook::kUnpause;
+      break;
+    case Effect::kBlockOption:
+      out->own_conn = HasBlockOption(cmd);
+      break;
+    case Effect::kWait:
+      out->up_to_date = true;
+      break;
+    case Effect::kNone:
+    case Effect::kUnblock:
+    case Effect::kReplyMode:
+      break;
+  }
+  if (route.conn == Conn::kDedicated) out->own_conn = true;
+  out->stalls = (route.traits & protocol::kTraitStallsServer) != 0;
+  if (!out->own_conn && pinned_ == nullptr && info != nullptr &&
+      ((info->flags & protocol::kFlagWrite) || (route.traits & protocol::kTraitMayReplicate)) &&
+      UpstreamActivity::WritesPaused(UpstreamActivity::MonotonicMs())) {
+    // The upstream holds writes back (CLIENT PAUSE WRITE): on a shared connection this one
+    // would hold back every read queued behind it.
+    out->own_conn = true;
+  }
+  return true;
+}
+
+UpstreamConn* Client::TargetFor(bool own_conn, Dispatched* result, bool* acquired) {
+  *acquired = false;
+  UpstreamConn* target = pinned_;
+  if (target == nullptr && own_conn) {
+    if (inflight_ > 0) {
+      // Commands of one client execute in order: the new connection waits for the old one.
+      Pause(kPauseBarrier);
+      *result = Dispatched::kRetryLater;
+      return nullptr;
+    }
+    pinned_ = server_->pool().AcquirePinned(this);
+    target = pinned_;
+    *acquired = true;
+  }
+  if (target == nullptr) {
+    target = server_->pool().Shared(&shared_slot_);
+    if (target == nullptr) {
+      ReplyUnavailable();
+      *result = Dispatched::kDone;
+      return nullptr;
+    }
+  }
+  if (inflight_ > 0 && inflight_conn_ != target) {
+    Pause(kPauseBarrier);
+    *result = Dispatched::kRetryLater;
+    return nullptr;
+  }
+  return target;
+}
+
+void Client::ApplyDispatchState(Effect effect, const Outgoing& out) {
+  switch (effect) {
+    case Effect::kMulti:
+      if (!in_multi_) {
+        in_multi_ = true;
+        multi_count_ = 0;
+        ++multi_seq_;
+      }
+      break;
+    case Effect::kExec:
+    case Effect::kDiscard:
+      if (in_multi_) in_multi_ = watching_ = false;
+      break;
+    case Effect::kWatch:
+      if (!in_multi_) watching_ = true;
+      break;
+    case Effect::kUnwatch:
+      if (!in_multi_) watching_ = false;
+      break;
+    case Effect::kSubscribe:
+      if (out.own_conn) ++subscribing_;
+      break;
+    default:
+      break;
+  }
+  // ASKING holds for the one command after it.
+  asking_ = effect == Effect::kAsking;
+}
+
+Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
+  Dispatched result = Dispatched::kDone;
+  bool acquired = false;
+  UpstreamConn* target = TargetFor(out.own_conn, &result, &acquired);
+  if (target == nullptr) return result;
+  ApplyDispatchState(out.effect, out);
+  if (out.up_to_date && acquired) {
+    // WAIT counts the replicas that acknowledged its connection's last write: a connection
+    // taken for it has not written yet, so it runs a command first, which brings its write
+    // offset to the server's (this client's earlier writes are in: it waited for them).
+    target->Send(std::string_view("*1\r\n$4\r\nPING\r\n"), new Pending);
+  }
+  Pending* p = NewUpstreamSlot(target);
+  p->hook = out.hook;
+  p->arg = out.arg;
+  p->frames_left = out.frames;
+  p->sub_kind = out.sub_kind;
+  p->subscribe = out.hook == Hook::kSubscribe && out.own_conn;
+  if (out.stalls) p->MarkStalling();
+  if (!out.rewritten.empty()) {
+    target->Send(out.rewritten, p);
+  } else {
+    target->Send(RequestBytes(cmd), p);
+  }
+  if (inflight_ >= MaxInFlight()) {
+    Pause(kPauseBackpressure);
+    return Dispatched::kStop;
+  }
+  return Dispatched::kDone;
+}
+
+std::string_view Client::RequestBytes(const Command& cmd) {
+  if (!cmd.raw.empty()) return cmd.raw;
+  std::string& scratch = server_->scratch();
+  scratch.clear();
+  protocol::AppendCommand(&scratch, cmd.args);
+  return scratch;
+}
+
+bool Client::RejectMalformed(const Command& cmd, const CommandInfo& info, const CommandInfo* sub) {
+  if ((info.flags & protocol::kFlagContainer) && cmd.args.size() > 1 && sub == nullptr) {
+    Refuse(errors::UnknownSubcommand(cmd.args[0], cmd.args[1]));
+    return true;
+  }
+  const CommandInfo& checked = sub ? *sub : info;
+  if (!protocol::ArityOk(checked, cmd.args.size())) {
+    Refuse(errors::WrongArity(sub ? sub->name : cmd.args[0]));
+    return true;
+  }
+  return false;
+}
+
+void Client::Refuse(std::string_view error) {
+  ReplyLocal(error);
+  if (!in_multi_ || pinned_ == nullptr) return;
+  // Redis flags the transaction of a client whose command it rejects, so that EXEC answers
+  // EXECABORT. The upstream queued the transaction, so it must reject a command too: one it
+  // cannot know, whose reply is dropped (the client has the proxy's).
+  static constexpr std::string_view kUnknown = "*1\r\n$18\r\nbloomproxy-refused\r\n";
+  Pending* p = NewUpstreamSlot(pinned_);
+  p->suppress = true;
+  pinned_->Send(kUnknown, p);
+}
+
+void Client::ReplyProtocolError(const std::string& error) {
+  LOG_VERBOSE("Protocol error (%s) from client: id=%llu addr=%s", error.c_str(),
+              static_cast<unsigned long long>(id_), addr_.c_str());
+  std::string reply;
+  protocol::AppendError(&reply, error);
+  input_closed_ = true;
+  Pause(kPauseClosing);
+  in_.Consume(in_.size());
+  ReplyLocal(reply, /*close_after=*/true);
+}
+
+void Client::ReplyUnavailable() {
+  ReplyLocal(errors::UpstreamUnavailable(server_->upstream_address().text + ": " +
+                                         server_->pool().unavailable_reason()));
+}
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,133 @@
+// BF.* commands, and key commands on a filter's name (the command table's kTraitFilterKey):
+// plans (filters/) run on the client's connection, BF.ADD/EXISTS join the loop turn's batch for
+// their filter, and the client's later commands wait until the plan has answered.
+#include "protocol/errors.h"
+#include "proxy/activity.h"
+#include "proxy/client.h"
+#include "proxy/plan_runner.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+using filters::BfCommand;
+using protocol::Command;
+
+namespace {
+
+bool Writes(BfCommand c) {
+  return c == BfCommand::kReserve || c == BfCommand::kAdd || c == BfCommand::kMAdd ||
+         c == BfCommand::kInsert || c == BfCommand::kLoadChunk;
+}
+
+}  // namespace
+
+void Client::OnPlanDone(Pending* slot, std::string reply) {
+  if (slot->hook != Hook::kNone) ApplyHook(slot, reply);
+  slot->done = true;
+  if (!slot->suppress) slot->data = std::move(reply);
+  if (inflight_ > 0) --inflight_;
+  if (running_plans_ > 0) --running_plans_;
+  if (slot->batch_member && batch_members_ > 0) --batch_members_;
+  DeliverHead();
+  if (inflight_ == 0) MaybeReleasePin();
+  if (running_plans_ == 0) Resume(kPausePlan);
+  if (inflight_ == 0 && (paused_ & kPauseBarrier)) Resume(kPauseBarrier);
+}
+
+Client::Dispatched Client::HandleFilterCommand(const Command& cmd, const protocol::Route& route) {
+  BfCommand bf;
+  if (filters::LookupBfCommand(cmd.args[0], &bf)) {
+    filters::BfRequest request;
+    std::string error = filters::ParseBfRequest(cmd.args, server_->bf_config().defaults, &request);
+    // BF.INFO's field and BF.SCANDUMP's iterator are checked after the key, as RedisBloom does.
+    const bool deferred =
+        !error.empty() && !request.key.empty() &&
+        (request.command == BfCommand::kInfo || request.command == BfCommand::kScanDump);
+    if (!error.empty() && !deferred) {
+      ReplyLocal(error);
+      return Dispatched::kDone;
+    }
+    if (!deferred && (bf == BfCommand::kAdd || bf == BfCommand::kMAdd)) {
+      return JoinBatch(request, /*exists=*/false);
+    }
+    if (!deferred && (bf == BfCommand::kExists || bf == BfCommand::kMExists)) {
+      return JoinBatch(request, /*exists=*/true);
+    }
+    return StartPlan(filters::MakeBfPlan(request, &server_->filter_cache(), &server_->bf_config(),
+                                         deferred ? std::move(error) : std::string()),
+                     Writes(bf));
+  }
+  if (route.traits & protocol::kTraitFilterKey) {
+    std::unique_ptr<filters::Plan> plan = filters::MakeKeyPlan(cmd.args, &server_->filter_cache());
+    // Every key command but TYPE writes.
+    if (plan) return StartPlan(std::move(plan), !IEquals(cmd.args[0], "type"));
+  }
+  return Dispatched::kForward;
+}
+
+bool Client::JoinsRunningBatches(const Command& cmd) const {
+  // Only when everything this client waits for is batches of the same kind on the same filter:
+  // a later batch's bits are written after an earlier one's (same connection, in order), so
+  // the client's commands still take effect in order.
+  if (batch_members_ != running_plans_ || cmd.args.size() < 3) return false;
+  BfCommand bf;
+  if (!filters::LookupBfCommand(cmd.args[0], &bf)) return false;
+  const bool exists = bf == BfCommand::kExists || bf == BfCommand::kMExists;
+  const bool add = bf == BfCommand::kAdd || bf == BfCommand::kMAdd;
+  return (exists || add) && exists == batch_exists_ && cmd.args[1] == batch_key_;
+}
+
+UpstreamConn* Client::PlanConnection(bool writes, Dispatched* result) {
+  // While the upstream holds writes back (CLIENT PAUSE WRITE), a writing plan on a shared
+  // connection would hold back every read queued behind it.
+  const bool own = writes && pinned_ == nullptr &&
+                   UpstreamActivity::WritesPaused(UpstreamActivity::MonotonicMs());
+  bool acquired = false;
+  return TargetFor(own, result, &acquired);
+}
+
+Pending* Client::NewPlanSlot(UpstreamConn* target) {
+  ++running_plans_;
+  return NewUpstreamSlot(target);
+}
+
+Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {
+  Dispatched result = Dispatched::kDone;
+  UpstreamConn* target = PlanConnection(!exists, &result);
+  if (target == nullptr) return result;
+  if (batch_members_ > 0 &&
+      (batch_exists_ != exists || batch_key_ != request.key || batch_conn_ != target)) {
+    Pause(kPausePlan);
+    return Dispatched::kRetryLater;
+  }
+  BfBatch* batch = server_->OpenBatch(exists, request.key, target);
+  Pending* p = NewPlanSlot(target);
+  p->in_flight = true;
+  p->batch_member = true;
+  if (batch_members_++ == 0) {
+    batch_exists_ = exists;
+    batch_key_.assign(request.key);
+    batch_conn_ = target;
+  }
+  filters::BfMember member;
+  member.start = batch->items.size();
+  member.count = request.items.size();
+  member.multi = request.command == BfCommand::kMAdd || request.command == BfCommand::kMExists;
+  batch->items.insert(batch->items.end(), request.items.begin(), request.items.end());
+  batch->members.push_back(member);
+  batch->slots.push_back(p);
+  return Dispatched::kDone;
+}
+
+Client::Dispatched Client::StartPlan(std::unique_ptr<filters::Plan> plan, bool writes) {
+  Dispatched result = Dispatched::kDone;
+  UpstreamConn* target = PlanConnection(writes, &result);
+  if (target == nullptr) return result;
+  // Later commands of this client wait for the plan (see Dispatch).
+  Pending* p = NewPlanSlot(target);
+  PlanRunner::Run(server_, {p}, target, std::move(plan));
+  return Dispatched::kDone;
+}
+
+}  // namespace bloomproxy::proxy

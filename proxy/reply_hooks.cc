@@ -1,0 +1,241 @@
+// What upstream replies change besides being forwarded: connection state the proxy follows
+// (Hook), pub/sub pushes, and the replies the proxy completes (INFO's "# Proxy" section, the
+// BF.* entries of COMMAND).
+#include <algorithm>
+#include <cctype>
+
+#include "protocol/encoder.h"
+#include "protocol/reply_framer.h"
+#include "proxy/activity.h"
+#include "proxy/client.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+namespace {
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view frame) {
+  reply_peak_ = std::max(frame.size(), reply_peak_ - reply_peak_ / 64);
+  if (window_ < kMaxInFlight) ++window_;
+  const bool is_error = !frame.empty() && frame[0] == '-';
+  if (slot->queued && frame == "+QUEUED\r\n") ++queued_;
+  if (slot->hook != Hook::kNone && slot->client != nullptr) ApplyHook(slot, frame);
+  // Subscribe-family confirmations are pushes: Redis sends them even under CLIENT REPLY OFF.
+  if (!slot->suppress || slot->hook == Hook::kSubscribe) {
+    if (slot->hook == Hook::kInfo && !is_error && !frame.empty() && frame[0] == '$') {
+      slot->data.append(WithProxySection(frame));
+    } else if ((slot->hook == Hook::kCommandAll || slot->hook == Hook::kCommandCount) &&
+               !is_error) {
+      slot->data.append(AddBfCommands(slot->hook, frame));
+    } else if (slot->hook == Hook::kCommandInfo && !is_error) {
+      slot->data.append(FillBfCommandInfo(slot->arg, frame));
+    } else if (slot->hook == Hook::kExec && !queued_entries_.empty() && !is_error) {
+      slot->data.append(CompleteExec(slot, frame));
+    } else if (!replies_.empty() && replies_.front() == slot) {
+      Append(frame);
+    } else {
+      slot->data.append(frame);
+    }
+  }
+  if ((slot->hook == Hook::kExec || slot->hook == Hook::kDiscard) && !queued_entries_.empty()) {
+    const uint64_t done = static_cast<uint64_t>(slot->arg);
+    queued_entries_.erase(
+        std::remove_if(queued_entries_.begin(), queued_entries_.end(),
+                       [done](const QueuedEntry& e) { return e.transaction == done; }),
+        queued_entries_.end());
+  }
+  if (slot->frames_left < 0) slot->frames_left = 1;
+  if (!is_error && --slot->frames_left > 0) return false;
+
+  slot->in_flight = false;
+  slot->done = true;
+  if (slot->subscribe && subscribing_ > 0) --subscribing_;
+  if (inflight_ > 0) --inflight_;
+  DeliverHead();
+  if (inflight_ == 0) {
+    MaybeReleasePin();
+    if (paused_ & kPauseBarrier) Resume(kPauseBarrier);
+  }
+  if ((paused_ & kPauseBackpressure) && inflight_ <= MaxInFlight() / 2) {
+    Resume(kPauseBackpressure);
+  }
+  (void)conn;
+  return true;
+}
+
+std::string Client::WithProxySection(std::string_view frame) {
+  // The upstream's INFO text plus this proxy's own section, as one bulk.
+  protocol::ReplyPtr r = server_->decoder().Decode(frame);
+  std::string body = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+  body += "\r\n";
+  body += server_->ProxySection();
+  std::string bulk;
+  protocol::AppendBulk(&bulk, body);
+  return bulk;
+}
+
+std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
+  // COMMAND and COMMAND LIST: an array, to which the BF.* entries (or names) are appended;
+  // COMMAND COUNT: an integer.
+  std::vector<std::string> extra;
+  if (hook == Hook::kCommandAll) {
+    extra = filters::BfCommandEntries();
+  }
+  const size_t eol = frame.find("\r\n");
+  int64_t n = 0;
+  if (eol == std::string_view::npos || frame.size() < 2 ||
+      !protocol::StringToInt64(frame.substr(1, eol - 1), &n)) {
+    return std::string(frame);
+  }
+  const int64_t added = static_cast<int64_t>(filters::BfCommandEntries().size());
+  std::string out;
+  if (frame[0] == ':' && hook == Hook::kCommandCount) {
+    protocol::AppendInteger(&out, n + added);
+    return out;
+  }
+  if (frame[0] != '*') return std::string(frame);
+  protocol::AppendArrayHeader(&out, n + added);
+  out.append(frame.substr(eol + 2));
+  // COMMAND LIST's elements are names; COMMAND's are entries.
+  const bool names = frame.size() > eol + 2 && frame[eol + 2] == '$';
+  for (const std::string& entry : extra) {
+    if (names) {
+      protocol::ReplyPtr r = server_->decoder().Decode(entry);
+      protocol::AppendBulk(&out, r && r->elements > 0 ? protocol::ReplyString(r->element[0]) : "");
+    } else {
+      out += entry;
+    }
+  }
+  return out;
+}
+
+std::string Client::FillBfCommandInfo(int64_t positions, std::string_view frame) {
+  // Splits the array into its elements and puts a BF.* entry where a BF name was asked.
+  const size_t eol = frame.find("\r\n");
+  int64_t n = 0;
+  if (frame.empty() || frame[0] != '*' || eol == std::string_view::npos ||
+      !protocol::StringToInt64(frame.substr(1, eol - 1), &n)) {
+    return std::string(frame);
+  }
+  std::string out(frame.substr(0, eol + 2));
+  std::string_view rest = frame.substr(eol + 2);
+  protocol::ReplyFramer framer;
+  for (int64_t i = 0; i < n; ++i) {
+    size_t len = 0;
+    if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return std::string(frame);
+    std::string entry;
+    if (i < 64 && ((positions >> i) & 1) && static_cast<size_t>(i) < bf_names_.size()) {
+      entry = filters::BfCommandEntry(bf_names_[static_cast<size_t>(i)]);
+    }
+    out += entry.empty() ? std::string(rest.substr(0, len)) : entry;
+    rest.remove_prefix(len);
+  }
+  return out;
+}
+
+void Client::ApplyHook(Pending* slot, std::string_view frame) {
+  const bool ok = frame == "+OK\r\n";
+  switch (slot->hook) {
+    case Hook::kSelect:
+      if (ok) db_ = slot->arg;
+      break;
+    case Hook::kMulti:
+      // Places in EXEC's reply count from here (the entries were started at dispatch).
+      if (ok) queued_ = 0;
+      break;
+    case Hook::kWatch:
+      if (!ok && slot->arg == 0 && !in_multi_) watching_ = false;
+      break;
+    case Hook::kMonitor:
+      if (ok) monitor_ = true;
+      break;
+    case Hook::kTracking:
+      if (ok) {
+        tracking_ = slot->arg != 0;
+        tracking_redirect_ = tracking_ ? pending_redirect_ : 0;
+      }
+      break;
+    case Hook::kNoEvict:
+      if (ok) no_evict_ = slot->arg != 0;
+      break;
+    case Hook::kReadonly:
+      if (ok) readonly_ = slot->arg != 0;
+      break;
+    case Hook::kPause:
+      if (ok) {
+        UpstreamActivity::Paused(UpstreamActivity::MonotonicMs(), static_cast<uint64_t>(slot->arg),
+                                 slot->sub_kind == 1);
+      }
+      break;
+    case Hook::kUnpause:
+      if (ok) UpstreamActivity::Unpaused();
+      break;
+    case Hook::kQueued:
+      // Its place in EXEC's reply (queued_ already counts its own +QUEUED).
+      for (QueuedEntry& e : queued_entries_) {
+        if (e.id == static_cast<uint64_t>(slot->arg) && frame == "+QUEUED\r\n") {
+          e.index = queued_ - 1;
+        }
+      }
+      break;
+    case Hook::kSubscribe:
+      ApplySubscriptionFrame(slot, frame);
+      break;
+    default:
+      break;
+  }
+}
+
+void Client::ApplySubscriptionFrame(Pending* slot, std::string_view frame) {
+  if (frame.empty() || frame[0] != '*') return;
+  protocol::ReplyPtr r = server_->decoder().Decode(frame);
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+      r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_INTEGER) {
+    return;
+  }
+  std::string_view kind = protocol::ReplyString(r->element[0]);
+  const int64_t count = r->element[2]->integer;
+  if (slot->frames_left == -1) {
+    // UNSUBSCRIBE without arguments answers once per subscription of its kind that the
+    // connection had when it ran (at least once); frames arrive in execution order, so the
+    // counts known now are the counts it saw.
+    const int64_t had =
+        slot->sub_kind == 1 ? patterns_ : (slot->sub_kind == 2 ? shard_channels_ : channels_);
+    slot->frames_left = static_cast<int32_t>(std::max<int64_t>(1, had));
+  }
+  if (kind == "subscribe" || kind == "unsubscribe") {
+    channels_ = std::max<int64_t>(0, count - patterns_);
+  } else if (kind == "psubscribe" || kind == "punsubscribe") {
+    patterns_ = std::max<int64_t>(0, count - channels_);
+  } else if (kind == "ssubscribe" || kind == "sunsubscribe") {
+    shard_channels_ = count;
+  }
+}
+
+bool Client::OnPush(UpstreamConn* conn, std::string_view frame) {
+  if (conn != pinned_) return false;
+  if (monitor_ && frame.size() > 1 && frame[0] == '+' &&
+      std::isdigit(static_cast<unsigned char>(frame[1]))) {
+    // MONITOR output is an ordinary reply for Redis: CLIENT REPLY OFF drops it.
+    if (!reply_off_) Append(frame);
+    return true;
+  }
+  if (in_pubsub() && (StartsWith(frame, "*3\r\n$7\r\nmessage\r\n") ||
+                      StartsWith(frame, "*4\r\n$8\r\npmessage\r\n") ||
+                      StartsWith(frame, "*3\r\n$8\r\nsmessage\r\n"))) {
+    // Every earlier reply of this connection has been delivered (the head of replies_ is
+    // waiting for this connection), so writing the message now keeps Redis's order. Messages
+    // are pushes: Redis sends them even under CLIENT REPLY OFF.
+    Append(frame);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,170 @@
+// Commands inside MULTI. The upstream queues the transaction on the client's pinned connection,
+// so most commands are simply queued there. Three kinds need more (the command table's InMulti
+// column):
+//
+//   kAtExec  commands the proxy answers (CLIENT ID, CLIENT KILL, AUTH, HELLO, ...): a PING is
+//            queued in their place, and when EXEC's reply arrives the proxy answers them then,
+//            as Redis would have run them then, and puts its answer in place of the PONG.
+//   kTrack   commands that change connection state the proxy follows (SELECT, READONLY,
+//            CLIENT NO-EVICT, CLIENT PAUSE): their effect is taken from their place in EXEC's
+//            reply.
+//   kTunnel  commands whose replies inside EXEC cannot be followed (SUBSCRIBE answers once per
+//            channel inside EXEC's array, REPLCONF ACK not at all): the connection becomes a
+//            tunnel, and the upstream's bytes reach the client as they are.
+//
+// A command's place in EXEC's reply is learned from the +QUEUED replies: commands Redis does
+// not queue (WATCH inside MULTI, a nested MULTI) answer otherwise and take no place.
+#include <cctype>
+
+#include "protocol/encoder.h"
+#include "protocol/errors.h"
+#include "protocol/reply_framer.h"
+#include "proxy/activity.h"
+#include "proxy/client.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+using protocol::Command;
+using protocol::CommandInfo;
+using protocol::Effect;
+using protocol::InMulti;
+using protocol::Route;
+
+namespace {
+
+constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
+
+}  // namespace
+
+Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
+                                        const CommandInfo* info, const CommandInfo* sub) {
+  if (route.in_multi == InMulti::kTunnel) return EnterTunnel(cmd);
+  QueuedEntry entry;
+  entry.transaction = multi_seq_;
+  std::string_view request = RequestBytes(cmd);
+  if (route.in_multi == InMulti::kAtExec) {
+    // Redis checks the arity when it queues a command; a wrong one aborts the transaction.
+    if (info != nullptr && RejectMalformed(cmd, *info, sub)) return Dispatched::kDone;
+    entry.args.assign(cmd.args.begin(), cmd.args.end());
+    request = kPing;
+  } else if (route.in_multi == InMulti::kTrack) {
+    entry.effect = route.effect;
+    const size_t argc = cmd.args.size();
+    switch (route.effect) {
+      case Effect::kSelect:
+        if (argc != 2 || !protocol::StringToInt64(cmd.args[1], &entry.arg)) {
+          entry.effect = Effect::kNone;  // the upstream rejects it
+        }
+        break;
+      case Effect::kNoEvict:
+        entry.arg = argc > 2 && IEquals(cmd.args[2], "on") ? 1 : 0;
+        break;
+      case Effect::kPause:
+        if (argc < 3 || !protocol::StringToInt64(cmd.args[2], &entry.arg) || entry.arg < 0) {
+          entry.effect = Effect::kNone;
+        }
+        entry.writes_only = argc > 3 && IEquals(cmd.args[3], "write");
+        break;
+      default:
+        break;
+    }
+  }
+  Pending* p = NewUpstreamSlot(pinned_);
+  p->queued = true;
+  if (route.in_multi != InMulti::kQueue) {
+    entry.id = ++queued_ids_;
+    p->hook = Hook::kQueued;
+    p->arg = static_cast<int64_t>(entry.id);
+    queued_entries_.push_back(std::move(entry));
+  }
+  pinned_->Send(request, p);
+  if (inflight_ >= MaxInFlight()) {
+    Pause(kPauseBackpressure);
+    return Dispatched::kStop;
+  }
+  return Dispatched::kDone;
+}
+
+std::string Client::CompleteExec(Pending* slot, std::string_view frame) {
+  // An error (EXECABORT) or a nil (a watched key changed): nothing ran.
+  const size_t eol = frame.find("\r\n");
+  int64_t n = 0;
+  if (frame.empty() || frame[0] != '*' || eol == std::string_view::npos ||
+      !protocol::StringToInt64(frame.substr(1, eol - 1), &n) || n < 0) {
+    return std::string(frame);
+  }
+  std::string out(frame.substr(0, eol + 2));
+  std::string_view rest = frame.substr(eol + 2);
+  protocol::ReplyFramer framer;
+  bool close_after = false;
+  for (int64_t i = 0; i < n; ++i) {
+    size_t len = 0;
+    if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return std::string(frame);
+    const std::string_view element = rest.substr(0, len);
+    rest.remove_prefix(len);
+    const QueuedEntry* entry = nullptr;
+    for (const QueuedEntry& e : queued_entries_) {
+      if (e.index == i && e.transaction == static_cast<uint64_t>(slot->arg)) entry = &e;
+    }
+    if (entry == nullptr) {
+      out.append(element);
+    } else if (!entry->args.empty()) {
+      out += AnswerAtExec(*entry, &close_after);
+    } else {
+      ApplyQueuedEffect(*entry, element);
+      out.append(element);
+    }
+  }
+  out.append(rest);
+  if (close_after) slot->close_after = true;
+  return out;
+}
+
+void Client::ApplyQueuedEffect(const QueuedEntry& entry, std::string_view reply) {
+  if (reply != "+OK\r\n") return;
+  switch (entry.effect) {
+    case Effect::kSelect:
+      db_ = entry.arg;
+      break;
+    case Effect::kNoEvict:
+      no_evict_ = entry.arg != 0;
+      break;
+    case Effect::kReadonly:
+      readonly_ = true;
+      break;
+    case Effect::kReadwrite:
+      readonly_ = false;
+      break;
+    case Effect::kPause:
+      UpstreamActivity::Paused(UpstreamActivity::MonotonicMs(), static_cast<uint64_t>(entry.arg),
+                               entry.writes_only);
+      break;
+    case Effect::kUnpause:
+      UpstreamActivity::Unpaused();
+      break;
+    default:
+      break;
+  }
+}
+
+std::string Client::AnswerAtExec(const QueuedEntry& entry, bool* close_after) {
+  Command cmd;
+  cmd.args.assign(entry.args.begin(), entry.args.end());
+  std::string lower(entry.args[0]);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string reply;
+  capture_ = &reply;
+  capture_close_ = false;
+  const Dispatched d = HandleLocal(cmd, lower);
+  capture_ = nullptr;
+  *close_after = *close_after || capture_close_;
+  if (d == Dispatched::kForward || reply.empty()) {
+    // Every kAtExec row is answered by the proxy; an empty answer would break EXEC's array.
+    return std::string(protocol::errors::kSyntax);
+  }
+  return reply;
+}
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,104 @@
+// Tunnels. SYNC, PSYNC and REPLCONF make a connection a replication link (an RDB file, then the
+// replication stream, and REPLCONF ACK which has no reply); SCRIPT DEBUG starts the Lua
+// debugger's own dialogue; SUBSCRIBE inside MULTI answers several times inside one EXEC reply.
+// No reply matching survives that, and on a shared connection it would break every other
+// client's replies. So the command goes on a connection of the client's own, and from then on
+// the client's requests go to it as they are and its bytes come back as they are, until either
+// side closes:
+//
+//   client ─► RequestParser ─► deny-command / ACL check ─► tunnel connection ─► upstream
+//   client ◄──────────────── Output ◄──────────── unframed bytes ◄───────────── upstream
+//
+// The proxy still parses the client's requests, so deny-command and the user's command rules
+// hold inside a tunnel: a refused command closes the client (a reply cannot be put into the
+// upstream's byte stream). The tunnel connection is never returned to the pool. Both directions
+// are bounded: a client that reads slowly stops the upstream side being read, and a backed-up
+// upstream stops the client being read.
+#include <cctype>
+
+#include "protocol/errors.h"
+#include "proxy/acl.h"
+#include "proxy/client.h"
+#include "proxy/log.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+using protocol::Command;
+
+Client::Dispatched Client::EnterTunnel(const Command& cmd) {
+  if (inflight_ > 0) {
+    // Its bytes start with the reply to this command: every earlier reply comes first.
+    Pause(kPauseBarrier);
+    return Dispatched::kRetryLater;
+  }
+  if (pinned_ == nullptr && server_->pool().shared_count() == 0) {
+    // The upstream is down: say so, as for any command, instead of a tunnel that fails.
+    ReplyUnavailable();
+    return Dispatched::kDone;
+  }
+  if (pinned_ == nullptr) pinned_ = server_->pool().AcquirePinned(this);
+  LOG_VERBOSE("Client id=%llu addr=%s: %.*s makes its upstream connection a tunnel",
+              static_cast<unsigned long long>(id_), addr_.c_str(),
+              static_cast<int>(std::min<size_t>(cmd.args[0].size(), 32)), cmd.args[0].data());
+  // Whatever state the connection held (a transaction, a db) is the upstream's business now.
+  ClearConnectionState();
+  tunnel_ = true;
+  pinned_->StartTunnel();
+  pinned_->Send(RequestBytes(cmd), nullptr);
+  return Dispatched::kDone;
+}
+
+void Client::ForwardToTunnel(const Command& cmd) {
+  if (cmd.args.empty()) return;
+  std::string name(cmd.args[0]);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const protocol::CommandInfo* info = protocol::LookupCommand(name);
+  const protocol::CommandInfo* sub = nullptr;
+  if (info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1) {
+    sub = protocol::LookupSubcommand(*info, cmd.args[1]);
+  }
+  const bool no_auth = info != nullptr && (info->flags & protocol::kFlagNoAuth) != 0;
+  const bool denied = !server_->options().denied_commands.empty() && server_->Denied(name);
+  if (denied || (acl_ != nullptr && !no_auth && !acl_->Allows(sub ? sub->name : name))) {
+    LOG_NOTICE("Client id=%llu addr=%s closed: '%s' refused inside a tunnel",
+               static_cast<unsigned long long>(id_), addr_.c_str(), name.c_str());
+    Close();
+    return;
+  }
+  UpstreamConn* conn = pinned_;
+  if (conn == nullptr || !conn->usable()) {
+    CloseWhenDrained();
+    return;
+  }
+  last_cmd_ = sub ? sub->name : info ? info->name : std::string_view("NULL");
+  ++server_->stats().commands_processed;
+  conn->Send(RequestBytes(cmd), nullptr);
+  if (conn->pending_output() > static_cast<size_t>(server_->options().client_output_pause)) {
+    Pause(kPauseTunnel);
+  }
+}
+
+void Client::OnTunnelData(std::string_view bytes) {
+  if (closing_ || bytes.empty()) return;
+  out_.pending().append(bytes);
+  MarkDirty();
+  if (out_.size() > static_cast<size_t>(server_->options().client_output_pause) &&
+      pinned_ != nullptr && !tunnel_read_paused_) {
+    // The client reads more slowly than the upstream sends (an RDB transfer): stop reading the
+    // upstream until the client has taken half of it (OnWrite).
+    tunnel_read_paused_ = true;
+    pinned_->PauseReading();
+  }
+}
+
+void Client::OnTunnelWritten() {
+  if ((paused_ & kPauseTunnel) && pinned_ != nullptr &&
+      pinned_->pending_output() <=
+          static_cast<size_t>(server_->options().client_output_pause / 2)) {
+    Resume(kPauseTunnel);
+  }
+}
+
+}  // namespace bloomproxy::proxy

@@ -1,0 +1,108 @@
+#include "proxy/upstream_id_plan.h"
+
+#include <climits>
+
+#include "protocol/encoder.h"
+#include "protocol/request_parser.h"
+#include "proxy/client.h"
+#include "proxy/plan_runner.h"
+#include "proxy/server.h"
+#include "proxy/upstream.h"
+
+namespace bloomproxy::proxy {
+
+UpstreamIdPlan::UpstreamIdPlan(Server* server, std::vector<std::string> args, size_t id_arg,
+                               uint64_t client_id, std::string address)
+    : server_(server),
+      args_(std::move(args)),
+      id_arg_(id_arg),
+      client_id_(client_id),
+      address_(std::move(address)) {}
+
+void UpstreamIdPlan::Start(filters::PlanStep* step) {
+  protocol::AppendCommand(&step->requests,
+                          std::initializer_list<std::string_view>{"CLIENT", "LIST"});
+  step->replies = 1;
+}
+
+void UpstreamIdPlan::OnReplies(filters::StepReplies& replies, filters::PlanStep* step) {
+  if (listed_) {
+    // The command's own reply, whatever it is.
+    step->done = true;
+    step->reply.assign(replies.empty() ? std::string_view("-ERR no reply\r\n") : replies.Frame(0));
+    return;
+  }
+  listed_ = true;
+  int64_t id = 0;
+  const redisReply* list = replies.Get(0);
+  if (list != nullptr && list->type == REDIS_REPLY_STRING) {
+    id = FindId(std::string_view(list->str, list->len), address_);
+  }
+  if (id > 0) {
+    auto it = server_->clients().find(client_id_);
+    UpstreamConn* conn = it != server_->clients().end() ? it->second->own_connection() : nullptr;
+    if (conn != nullptr && conn->local_address() == address_) conn->set_redis_client_id(id);
+  }
+  // Without a line (CLIENT LIST refused, the connection gone) the id is one Redis cannot know,
+  // so the upstream answers as for any unknown client.
+  args_[id_arg_] = std::to_string(id > 0 ? id : INT64_MAX);
+  protocol::AppendCommand(&step->requests, args_);
+  step->replies = 1;
+}
+
+int64_t UpstreamIdPlan::FindId(std::string_view list, std::string_view address) {
+  // "id=5 addr=127.0.0.1:40000 laddr=... \n" per client.
+  const std::string needle = " addr=" + std::string(address) + " ";
+  size_t at = list.find(needle);
+  if (address.empty() || at == std::string_view::npos) return 0;
+  const size_t line = list.rfind('\n', at);
+  const size_t start = line == std::string_view::npos ? 0 : line + 1;
+  if (list.compare(start, 3, "id=") != 0) return 0;
+  int64_t id = 0;
+  return protocol::StringToInt64(list.substr(start + 3, at - start - 3), &id) ? id : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client's side: CLIENT UNBLOCK and CLIENT TRACKING ... REDIRECT.
+
+Client::Dispatched Client::SendWithUpstreamId(const protocol::Command& cmd, size_t id_arg,
+                                              Outgoing& out) {
+  int64_t id = 0;
+  if (!protocol::StringToInt64(cmd.args[id_arg], &id)) return SendUpstream(cmd, out);
+  // The named client's own connection: for UNBLOCK, only while a command of it is upstream
+  // there (a client blocked in BLPOP is; one on a shared connection cannot be).
+  const bool unblock = out.effect == protocol::Effect::kUnblock;
+  UpstreamConn* named = nullptr;
+  auto it = server_->clients().find(static_cast<uint64_t>(id));
+  if (id > 0 && it != server_->clients().end()) {
+    const Client* c = it->second;
+    if (c->pinned_ != nullptr && (!unblock || c->inflight_ > 0)) named = c->pinned_;
+  }
+  const int64_t upstream_id = named != nullptr ? named->redis_client_id() : 0;
+  if (!unblock) pending_redirect_ = named != nullptr ? static_cast<uint64_t>(id) : 0;
+  std::vector<std::string> args(cmd.args.begin(), cmd.args.end());
+  if (named == nullptr || upstream_id > 0 || named->local_address().empty()) {
+    // Known, or nobody to find: an id the proxy does not know becomes one Redis cannot know
+    // either, so the upstream answers with its own "no such client" reply.
+    if (upstream_id <= 0) pending_redirect_ = 0;
+    args[id_arg] = std::to_string(upstream_id > 0 ? upstream_id : INT64_MAX);
+    out.rewritten.clear();
+    protocol::AppendCommand(&out.rewritten, args);
+    return SendUpstream(cmd, out);
+  }
+  Dispatched result = Dispatched::kDone;
+  bool acquired = false;
+  UpstreamConn* target = TargetFor(out.own_conn, &result, &acquired);
+  if (target == nullptr) return result;
+  ApplyDispatchState(out.effect, out);
+  Pending* p = NewPlanSlot(target);
+  p->hook = out.hook;
+  p->arg = out.arg;
+  PlanRunner::Run(
+      server_, {p}, target,
+      std::make_unique<UpstreamIdPlan>(server_, std::move(args), id_arg, static_cast<uint64_t>(id),
+                                       named->local_address()));
+  return Dispatched::kDone;
+}
+
+}  // namespace bloomproxy::proxy
