@@ -1,5 +1,6 @@
 #include "filters/key_plan.h"
 
+#include <cctype>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,10 +39,19 @@ constexpr std::string_view kTypeScript =
 // ARGV[2..] as it is), 'e' (the same, then PEXPIRETIME of KEYS[1]). Returns per key its filter
 // fields (HMGET) or 0, then the command's reply (an error reply stays one), then the expiry.
 std::string MakeKeyScript() {
-  std::string fields;
-  for (const std::string& f : MetaFieldList()) fields += "'" + f + "',";
-  return "local fields = {" + fields +
-         "}\n"
+  // The fields of MetaFieldList(): the four named ones, then l0 .. l<n-1>.
+  const std::vector<std::string> fields = MetaFieldList();
+  std::string named;
+  size_t links = 0;
+  for (const std::string& f : fields) {
+    if (f.size() > 1 && f[0] == 'l' && std::isdigit(static_cast<unsigned char>(f[1]))) {
+      ++links;
+    } else {
+      named += "'" + f + "', ";
+    }
+  }
+  return "local fields = {" + named + "}\n" +
+         "for i = 0, " + std::to_string(links - 1) + " do fields[#fields + 1] = 'l' .. i end\n" +
          "local out = {}\n"
          "local n = #KEYS\n"
          "for i = 1, n do\n"

@@ -84,6 +84,7 @@ struct Pending {
   bool queued = false;         // sent inside MULTI: a +QUEUED reply takes a place in EXEC's
   bool stalls = false;         // may keep the whole upstream busy (UpstreamActivity) until done
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
+  bool plan_step = false;      // a plan's step or trailing requests (internal)
   bool batch_member = false;   // a command answered by a batch plan
 
   Pending() = default;

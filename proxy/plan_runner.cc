@@ -36,6 +36,7 @@ void PlanRunner::Send(filters::PlanStep& step) {
   // Requests of the last step are still sent (cleanup, counts); their replies are dropped by an
   // internal slot.
   auto* p = new Pending;
+  p->plan_step = true;
   p->frames_left = static_cast<int32_t>(step.replies);
   if (!step.done) p->plan = this;
   conn_->Send(std::move(step.requests), p);

@@ -68,6 +68,11 @@ class UpstreamConn {
 
   // Closes the connection; every slot still waiting gets an error reply. Safe to call twice.
   void Close(const std::string& reason);
+  // Closes it once nothing is in flight any more (at once when nothing is).
+  void CloseWhenIdle(const std::string& reason);
+  // A step of a plan (or its trailing requests) is in flight: closing now could leave a filter
+  // half-written.
+  bool plan_in_flight() const;
 
   // Writes what is queued (called once per loop turn by the server).
   void Flush();
@@ -139,6 +144,7 @@ class UpstreamConn {
   bool reading_ = false;
   bool read_paused_ = false;
   bool in_use_ = false;  // counted in the pool's pinned connections in use
+  std::string close_when_idle_;  // CloseWhenIdle's reason, until it closes
   int64_t redis_client_id_ = 0;
   std::string local_address_;
   bool flush_queued_ = false;

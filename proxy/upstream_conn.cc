@@ -292,6 +292,10 @@ void UpstreamConn::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
     }
     self->OnFrame(view.substr(0, len));
     self->in_.Consume(len);
+    if (!self->close_when_idle_.empty() && self->inflight_.empty()) {
+      self->Close(self->close_when_idle_);
+      return;
+    }
   }
   if (self->in_.empty()) self->in_.ShrinkIfIdle(kReadChunk * 4);
 }
@@ -360,6 +364,18 @@ void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
     inflight_.pop_front();
     delete slot;
   }
+}
+
+void UpstreamConn::CloseWhenIdle(const std::string& reason) {
+  if (inflight_.empty()) return Close(reason);
+  close_when_idle_ = reason;
+}
+
+bool UpstreamConn::plan_in_flight() const {
+  for (const Pending* p : inflight_) {
+    if (p->plan_step) return true;
+  }
+  return false;
 }
 
 void UpstreamConn::StartTunnel() {

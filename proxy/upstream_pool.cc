@@ -92,6 +92,10 @@ void UpstreamPool::ReleasePinned(UpstreamConn* conn) {
                     idle_pinned_.size() < static_cast<size_t>(server_->options().pinned_pool_size);
   if (keep) {
     idle_pinned_.push_back(conn);
+  } else if (conn->plan_in_flight()) {
+    // A plan finishes even when its client left, so no filter is left half-written; a
+    // blocking command, though, must not outlive its client (it could still pop a value).
+    conn->CloseWhenIdle("released");
   } else {
     conn->Close("released");
   }
