@@ -152,10 +152,6 @@ class Client {
   bool has_pending() const { return !replies_.empty() || !out_.empty(); }
   std::string InfoLine() const;
   bool in_pubsub() const { return channels_ + patterns_ + shard_channels_ > 0; }
-  // The client's own upstream connection (state, a dedicated command, a tunnel), or null.
-  UpstreamConn* own_connection() const { return pinned_; }
-  // True while a command of this client is upstream (a blocking one, when own_connection()).
-  bool has_inflight() const { return inflight_ > 0; }
 
  private:
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);

@@ -102,7 +102,8 @@ class UpstreamConn {
 
   // The client that has this connection pinned, or null.
   Client* owner() const { return owner_; }
-  void set_owner(Client* c) { owner_ = c; }
+  // Also tells the PinRegistry which client holds this connection.
+  void set_owner(Client* c);
 
   // Set when a command may have left state on the connection that the proxy did not track
   // (AUTH or CLIENT SETNAME inside MULTI, MONITOR, ...): such a connection is closed instead of
@@ -117,7 +118,7 @@ class UpstreamConn {
   // CLIENT LIST (an admin command, which MONITOR does not show); over a Unix socket, where
   // CLIENT LIST cannot tell connections apart, a pinned connection asks CLIENT ID when it opens.
   int64_t redis_client_id() const { return redis_client_id_; }
-  void set_redis_client_id(int64_t id) { redis_client_id_ = id; }
+  void set_redis_client_id(int64_t id);
 
  private:
   static void OnConnect(uv_connect_t* req, int status);
@@ -128,6 +129,8 @@ class UpstreamConn {
   static void OnConnectTimeout(uv_timer_t* t);
 
   void StartHandshake();
+  // Publishes the owner's entry in the PinRegistry (address and id as known now).
+  void PublishOwner();
   void OnFrame(std::string_view frame);
   // A reply to a request the proxy made for itself (handshake, probe), or to a client that left.
   void OnInternalReply(Pending* slot, std::string_view frame);
@@ -143,7 +146,7 @@ class UpstreamConn {
   bool tunnel_ = false;
   bool reading_ = false;
   bool read_paused_ = false;
-  bool in_use_ = false;  // counted in the pool's pinned connections in use
+  bool in_use_ = false;          // counted in the pool's pinned connections in use
   std::string close_when_idle_;  // CloseWhenIdle's reason, until it closes
   int64_t redis_client_id_ = 0;
   std::string local_address_;

@@ -11,6 +11,7 @@
 #include "protocol/request_parser.h"
 #include "proxy/client.h"
 #include "proxy/log.h"
+#include "proxy/pin_registry.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
 
@@ -159,6 +160,7 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
     int len = sizeof(ss);
     if (uv_tcp_getsockname(&self->sock_.tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
       self->local_address_ = FormatAddress(ss);
+      self->PublishOwner();
     }
   }
   self->reading_ = true;
@@ -353,7 +355,7 @@ void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
   }
   if (slot->hook == Hook::kUpstreamId && frame.size() > 3 && frame[0] == ':') {
     int64_t id = 0;
-    if (protocol::StringToInt64(frame.substr(1, frame.size() - 3), &id)) redis_client_id_ = id;
+    if (protocol::StringToInt64(frame.substr(1, frame.size() - 3), &id)) set_redis_client_id(id);
   }
   if (slot->hook == Hook::kProbe) server_->pool().OnProbeReply(frame);
   if (slot->frames_left < 0) slot->frames_left = 1;
@@ -364,6 +366,21 @@ void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
     inflight_.pop_front();
     delete slot;
   }
+}
+
+void UpstreamConn::set_owner(Client* c) {
+  if (owner_ != nullptr && owner_ != c) PinRegistry::Clear(owner_->id());
+  owner_ = c;
+  PublishOwner();
+}
+
+void UpstreamConn::set_redis_client_id(int64_t id) {
+  redis_client_id_ = id;
+  PublishOwner();
+}
+
+void UpstreamConn::PublishOwner() {
+  if (owner_ != nullptr) PinRegistry::Set(owner_->id(), {local_address_, redis_client_id_});
 }
 
 void UpstreamConn::CloseWhenIdle(const std::string& reason) {
@@ -430,6 +447,7 @@ void UpstreamConn::Close(const std::string& reason) {
   if (owner_ != nullptr) {
     Client* owner = owner_;
     owner_ = nullptr;
+    PinRegistry::Clear(owner->id());
     owner->OnPinLost();
   }
   std::string reply =

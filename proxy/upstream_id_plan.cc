@@ -5,16 +5,16 @@
 #include "protocol/encoder.h"
 #include "protocol/request_parser.h"
 #include "proxy/client.h"
+#include "proxy/pin_registry.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
 namespace bloomproxy::proxy {
 
-UpstreamIdPlan::UpstreamIdPlan(Server* server, std::vector<std::string> args, size_t id_arg,
-                               uint64_t client_id, std::string address)
-    : server_(server),
-      args_(std::move(args)),
+UpstreamIdPlan::UpstreamIdPlan(std::vector<std::string> args, size_t id_arg, uint64_t client_id,
+                               std::string address)
+    : args_(std::move(args)),
       id_arg_(id_arg),
       client_id_(client_id),
       address_(std::move(address)) {}
@@ -38,11 +38,7 @@ void UpstreamIdPlan::OnReplies(filters::StepReplies& replies, filters::PlanStep*
   if (list != nullptr && list->type == REDIS_REPLY_STRING) {
     id = FindId(std::string_view(list->str, list->len), address_);
   }
-  if (id > 0) {
-    auto it = server_->clients().find(client_id_);
-    UpstreamConn* conn = it != server_->clients().end() ? it->second->own_connection() : nullptr;
-    if (conn != nullptr && conn->local_address() == address_) conn->set_redis_client_id(id);
-  }
+  if (id > 0) PinRegistry::LearnId(client_id_, address_, id);
   // Without a line (CLIENT LIST refused, the connection gone) the id is one Redis cannot know,
   // so the upstream answers as for any unknown client.
   args_[id_arg_] = std::to_string(id > 0 ? id : INT64_MAX);
@@ -69,23 +65,19 @@ Client::Dispatched Client::SendWithUpstreamId(const protocol::Command& cmd, size
                                               Outgoing& out) {
   int64_t id = 0;
   if (!protocol::StringToInt64(cmd.args[id_arg], &id)) return SendUpstream(cmd, out);
-  // The named client's own connection: for UNBLOCK, only while a command of it is upstream
-  // there (a client blocked in BLPOP is; one on a shared connection cannot be).
-  const bool unblock = out.effect == protocol::Effect::kUnblock;
-  UpstreamConn* named = nullptr;
-  auto it = server_->clients().find(static_cast<uint64_t>(id));
-  if (id > 0 && it != server_->clients().end()) {
-    const Client* c = it->second;
-    if (c->pinned_ != nullptr && (!unblock || c->inflight_ > 0)) named = c->pinned_;
+  // The named client's own connection, on whichever loop it lives (a client without one
+  // cannot be blocked, and cannot receive invalidations).
+  PinRegistry::Entry named;
+  const bool holds = id > 0 && PinRegistry::Find(static_cast<uint64_t>(id), &named);
+  if (out.effect != protocol::Effect::kUnblock) {
+    pending_redirect_ = holds ? static_cast<uint64_t>(id) : 0;
   }
-  const int64_t upstream_id = named != nullptr ? named->redis_client_id() : 0;
-  if (!unblock) pending_redirect_ = named != nullptr ? static_cast<uint64_t>(id) : 0;
   std::vector<std::string> args(cmd.args.begin(), cmd.args.end());
-  if (named == nullptr || upstream_id > 0 || named->local_address().empty()) {
+  if (!holds || named.upstream_id > 0 || named.address.empty()) {
     // Known, or nobody to find: an id the proxy does not know becomes one Redis cannot know
     // either, so the upstream answers with its own "no such client" reply.
-    if (upstream_id <= 0) pending_redirect_ = 0;
-    args[id_arg] = std::to_string(upstream_id > 0 ? upstream_id : INT64_MAX);
+    if (named.upstream_id <= 0) pending_redirect_ = 0;
+    args[id_arg] = std::to_string(named.upstream_id > 0 ? named.upstream_id : INT64_MAX);
     out.rewritten.clear();
     protocol::AppendCommand(&out.rewritten, args);
     return SendUpstream(cmd, out);
@@ -98,10 +90,9 @@ Client::Dispatched Client::SendWithUpstreamId(const protocol::Command& cmd, size
   Pending* p = NewPlanSlot(target);
   p->hook = out.hook;
   p->arg = out.arg;
-  PlanRunner::Run(
-      server_, {p}, target,
-      std::make_unique<UpstreamIdPlan>(server_, std::move(args), id_arg, static_cast<uint64_t>(id),
-                                       named->local_address()));
+  PlanRunner::Run(server_, {p}, target,
+                  std::make_unique<UpstreamIdPlan>(std::move(args), id_arg,
+                                                   static_cast<uint64_t>(id), named.address));
   return Dispatched::kDone;
 }
 

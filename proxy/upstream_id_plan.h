@@ -17,15 +17,13 @@
 
 namespace bloomproxy::proxy {
 
-class Server;
-
 class UpstreamIdPlan : public filters::Plan {
  public:
   // `args`: the command as the client sent it; args[id_arg] is replaced by the upstream id of
   // the connection whose local address is `address`, or by one Redis cannot know when there is
-  // no such line. The id found is given to proxy client `client_id`'s own connection if it still
-  // has that address (looked up in `server` when the plan ends, so the client may leave).
-  UpstreamIdPlan(Server* server, std::vector<std::string> args, size_t id_arg, uint64_t client_id,
+  // no such line. The id found is remembered for proxy client `client_id` (PinRegistry) while
+  // it keeps that connection.
+  UpstreamIdPlan(std::vector<std::string> args, size_t id_arg, uint64_t client_id,
                  std::string address);
 
   void Start(filters::PlanStep* step) override;
@@ -35,7 +33,6 @@ class UpstreamIdPlan : public filters::Plan {
   static int64_t FindId(std::string_view client_list, std::string_view address);
 
  private:
-  Server* server_;
   std::vector<std::string> args_;
   size_t id_arg_;
   uint64_t client_id_;

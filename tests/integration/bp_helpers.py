@@ -530,3 +530,104 @@ def ask_without_reading(port, command, count, seconds=5.0):
         except BlockingIOError:
             time.sleep(0.05)
     return slow
+
+
+# ---------------------------------------------------------------------------------------------
+# Clients under load, for tests that check one client cannot disturb the others.
+
+
+class Load:
+    """`clients` threads, each on its own connection to `port`, sending pipelined batches of
+    SET k v / GET k / INCR n with values of its own and checking every reply, until stop().
+
+    Records every error or wrong reply (first ones kept), the number of batches, and the
+    longest time a batch took (a stall). Use as a context manager, or start()/stop()."""
+
+    def __init__(self, port, clients=4, batch=40, prefix="load", unix=None, bf=False):
+        import os
+        import threading
+        self.port, self.unix, self.clients, self.batch = port, unix, clients, batch
+        self.prefix = f"{prefix}:{os.getpid()}:{id(self)}"  # counters start at 1 every run
+        self.bf = bf  # also BF.ADD an item and BF.EXISTS it (must be :1) in every step
+        self.problems = []
+        self.batches = 0
+        self.longest = 0.0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, args=(i,), daemon=True)
+                         for i in range(clients)]
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def start(self):
+        for t in self._threads:
+            t.start()
+        # Every client has a batch answered before the test goes on.
+        wait_until(lambda: self.batches >= self.clients or self.problems, 10, what="load running")
+        return self
+
+    def stop(self):
+        self._stop.set()
+        for t in self._threads:
+            t.join(30)
+        assert not any(t.is_alive() for t in self._threads), "load clients still running"
+        return self
+
+    def _problem(self, text):
+        with self._lock:
+            if len(self.problems) < 20:
+                self.problems.append(text)
+
+    def _run(self, tid):
+        try:
+            conn = RawConn(self.port, unix=self.unix, timeout=30)
+        except OSError as exc:
+            self._problem(f"client {tid}: cannot connect: {exc!r}")
+            return
+        counter = f"{self.prefix}:{tid}:n"
+        n = 0
+        b = 0
+        with conn:
+            while not self._stop.is_set():
+                b += 1
+                payload = []
+                expected = []
+                for i in range(self.batch):
+                    key, value = f"{self.prefix}:{tid}:{i}", f"{tid}-{b}-{i}"
+                    payload += [encode_command("SET", key, value), encode_command("GET", key),
+                                encode_command("INCR", counter)]
+                    n += 1
+                    expected += [b"+OK\r\n", b"$%d\r\n%s\r\n" % (len(value), value.encode()),
+                                 b":%d\r\n" % n]
+                    if self.bf:
+                        # A new item may be a false positive (:0); it is never missing after.
+                        payload += [encode_command("BF.ADD", f"{self.prefix}:bf:{tid}", value),
+                                    encode_command("BF.EXISTS", f"{self.prefix}:bf:{tid}", value)]
+                        expected += [(b":1\r\n", b":0\r\n"), b":1\r\n"]
+                t0 = time.monotonic()
+                try:
+                    conn.send(b"".join(payload))
+                    got = [conn.read_reply_raw() for _ in expected]
+                except (OSError, EOFError) as exc:
+                    self._problem(f"client {tid} batch {b}: {exc!r}")
+                    return
+                took = time.monotonic() - t0
+                for i, (g, e) in enumerate(zip(got, expected)):
+                    if g != e and not (isinstance(e, tuple) and g in e):
+                        self._problem(f"client {tid} batch {b} reply {i}: got {g[:120]!r}, "
+                                      f"expected {e!r}")
+                        return
+                with self._lock:
+                    self.batches += 1
+                    self.longest = max(self.longest, took)
+
+    def assert_clean(self, max_stall=2.0, min_batches=None):
+        """No error, no wrong reply, no batch slower than `max_stall` seconds."""
+        assert not self.problems, "load clients were disturbed:\n" + "\n".join(self.problems)
+        assert self.longest < max_stall, f"a load batch stalled for {self.longest:.2f} s"
+        if min_batches is not None:
+            assert self.batches >= min_batches, f"only {self.batches} batches answered"
