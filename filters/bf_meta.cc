@@ -229,7 +229,6 @@ std::string FilterMeta::BitsKey(size_t link, size_t shard) const {
   return filters::BitsKey(prefix, id, link, shard);
 }
 std::string FilterMeta::CountKey(size_t link) const { return filters::CountKey(prefix, id, link); }
-std::string FilterMeta::MarkerKey() const { return filters::MarkerKey(prefix); }
 std::vector<std::string> FilterMeta::DataKeys() const {
   std::vector<std::string> keys;
   for (size_t l = 0; l < links.size(); ++l) {

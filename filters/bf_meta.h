@@ -54,9 +54,6 @@ struct FilterMeta {
   std::string CountKey(size_t link) const;
   // Every data key of the filter (bits and counts), for DEL, EXPIRE and RENAME.
   std::vector<std::string> DataKeys() const;
-  // The marker of the filter's name (key_layout.h); not one of DataKeys(): several filters that
-  // raced to be created under one name share it.
-  std::string MarkerKey() const;
 };
 
 // Filters this proxy has seen, by name. Plans validate what they use on every round trip

@@ -516,7 +516,7 @@ class BfPlan : public Plan {
     cache_->Put(name_, meta_);
     // The name's marker (key_layout.h), once the name is this filter's: TYPE then knows it
     // without reading the hash.
-    trailing_.Add({"SET", meta_->MarkerKey(), "1"});
+    trailing_.Add({"SET", MarkerKey(meta_->prefix, name_), "1"});
     if (req_.command == BfCommand::kReserve || req_.command == BfCommand::kLoadChunk) {
       return Finish(step, "+OK\r\n");
     }

@@ -132,9 +132,10 @@ std::string CountKey(std::string_view prefix, std::string_view id, size_t link) 
   return key;
 }
 
-std::string MarkerKey(std::string_view prefix) {
+std::string MarkerKey(std::string_view prefix, std::string_view name) {
   std::string key(prefix);
-  key.append(":bf");
+  key.append(":bf:m:");
+  key.append(name);
   return key;
 }
 

@@ -15,12 +15,13 @@
 // <id> is a random identifier chosen when the filter is created, so keys of a deleted and
 // recreated filter never mix with the new one's.
 //
-//     {users}:bf                     string marker: "a filter may live at users"
+//     {users}:bf:m:users             string marker "1": a filter lives at users
 //
-// The marker lets TYPE (and any command Redis runs without touching the key) tell a filter from
-// a plain hash without reading the hash, which would reset its LRU/LFU clock: TYPE and EXISTS
-// touch nothing. It is a hint: it is set before a filter is published and removed with it, and
-// a hash whose marker exists is still read to confirm it is a filter.
+// The marker lets TYPE (and every command Redis runs without touching the key) tell a filter
+// from a plain hash without reading the hash, which would move its LRU/LFU clock: EXISTS and
+// TYPE touch nothing. It names the filter (several names share a prefix: "users" and "{users}"),
+// is set once a filter is published, and is deleted, expired and renamed with it by the key
+// commands (filters/key_scripts.h).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,7 @@ std::string DataKeyPrefix(std::string_view name);
 // Data key names.
 std::string BitsKey(std::string_view prefix, std::string_view id, size_t link, size_t shard);
 std::string CountKey(std::string_view prefix, std::string_view id, size_t link);
-std::string MarkerKey(std::string_view prefix);
+// The marker of the filter named `name`, whose data-key prefix is `prefix`.
+std::string MarkerKey(std::string_view prefix, std::string_view name);
 
 }  // namespace bloomproxy::filters

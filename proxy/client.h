@@ -276,9 +276,11 @@ class Client {
   std::string_view RequestBytes(const protocol::Command& cmd);
 
   // filter_commands.cc
-  // BF.* commands and key-level commands on filters (filters/bf_plan.h); kForward when the
-  // command is not one of them.
-  Dispatched HandleFilterCommand(const protocol::Command& cmd, const protocol::Route& route);
+  // BF.* commands (filters/bf_plan.h); kForward when the command is not one.
+  Dispatched HandleFilterCommand(const protocol::Command& cmd);
+  // A key command that must act on whole filters (DEL, EXPIRE, RENAME, TYPE, ...): *request gets
+  // the Lua script request that runs it (filters/key_scripts.h). False for other commands.
+  bool RewriteKeyCommand(const protocol::Command& cmd, std::string* request);
   Dispatched StartPlan(std::unique_ptr<filters::Plan> plan, bool writes);
   // The connection a plan of this client runs on; null when the client must wait or the
   // upstream is unavailable (then *result says what Dispatch returns). `writes`: the plan

@@ -106,7 +106,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   const bool upstream_decides = pinned_ != nullptr && (in_pubsub() || subscribing_ > 0 || monitor_);
   if (!upstream_decides) {
     if (server_->bf_emulate()) {
-      Dispatched d = HandleFilterCommand(cmd, route);
+      Dispatched d = HandleFilterCommand(cmd);
       if (d != Dispatched::kForward) return d;
     }
     if (route.conn == Conn::kLocal && !(pinned_ != nullptr && (name == "ping" || name == "echo"))) {
@@ -129,6 +129,9 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
 
   Outgoing out;
   if (!PrepareEffect(cmd, route, info, &out)) return Dispatched::kDone;
+  if (!upstream_decides && server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey)) {
+    RewriteKeyCommand(cmd, &out.rewritten);
+  }
   if (name == "info" && InfoWantsProxySection(cmd)) {
     out.hook = Hook::kInfo;
   } else if (name == "command" && server_->bf_emulate()) {

@@ -1,6 +1,7 @@
-// BF.* commands, and key commands on a filter's name (the command table's kTraitFilterKey):
-// plans (filters/) run on the client's connection, BF.ADD/EXISTS join the loop turn's batch for
-// their filter, and the client's later commands wait until the plan has answered.
+// BF.* commands: plans (filters/) run on the client's connection, BF.ADD/EXISTS join the loop
+// turn's batch for their filter, and the client's later commands wait until the plan has
+// answered. Key commands on a filter's name (the command table's kTraitFilterKey) are one Lua
+// script each (filters/key_scripts.h), sent like any command.
 #include "protocol/errors.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
@@ -35,7 +36,7 @@ void Client::OnPlanDone(Pending* slot, std::string reply) {
   if (inflight_ == 0 && (paused_ & kPauseBarrier)) Resume(kPauseBarrier);
 }
 
-Client::Dispatched Client::HandleFilterCommand(const Command& cmd, const protocol::Route& route) {
+Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
   BfCommand bf;
   if (filters::LookupBfCommand(cmd.args[0], &bf)) {
     filters::BfRequest request;
@@ -58,12 +59,16 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd, const protoco
                                          deferred ? std::move(error) : std::string()),
                      Writes(bf));
   }
-  if (route.traits & protocol::kTraitFilterKey) {
-    std::unique_ptr<filters::Plan> plan = filters::MakeKeyPlan(cmd.args, &server_->filter_cache());
-    // Every key command but TYPE writes.
-    if (plan) return StartPlan(std::move(plan), !IEquals(cmd.args[0], "type"));
-  }
   return Dispatched::kForward;
+}
+
+bool Client::RewriteKeyCommand(const Command& cmd, std::string* request) {
+  if (!filters::KeyCommandRequest(cmd.args, request)) return false;
+  // The names may stop being (or become) filters: the cache learns them again when used.
+  for (std::string_view name : filters::KeyCommandNames(cmd.args)) {
+    server_->filter_cache().Erase(name);
+  }
+  return true;
 }
 
 bool Client::JoinsRunningBatches(const Command& cmd) const {

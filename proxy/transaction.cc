@@ -44,6 +44,12 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
   QueuedEntry entry;
   entry.transaction = multi_seq_;
   std::string_view request = RequestBytes(cmd);
+  std::string script;
+  if (server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey) &&
+      RewriteKeyCommand(cmd, &script)) {
+    // Queued as the script that acts on whole filters; its reply in EXEC's is the command's.
+    request = script;
+  }
   if (route.in_multi == InMulti::kAtExec) {
     // Redis checks the arity when it queues a command; a wrong one aborts the transaction.
     if (info != nullptr && RejectMalformed(cmd, *info, sub)) return Dispatched::kDone;

@@ -284,15 +284,19 @@ def prefix_belongs_to(prefix, name):
     return False
 
 
-MARKER_KEY_RE = re.compile(rb"\A(?P<prefix>.*):bf\Z", re.S)
-
-
 def marker_keys_of(client, name, keys=None):
-    """The marker key(s) upstream of filter `name`: <prefix>:bf, which tells TYPE that a hash
-    may be a filter without reading it."""
+    """The marker key(s) upstream of filter `name`: <prefix>:bf:m:<name>, which tells TYPE and
+    the key commands that the name holds a filter without reading its hash."""
+    if isinstance(name, str):
+        name = name.encode()
     keys = upstream_keys(client) if keys is None else keys
-    return sorted(k for k in keys
-                  if (m := MARKER_KEY_RE.match(k)) and prefix_belongs_to(m.group("prefix"), name))
+    out = []
+    for k in keys:
+        for m in re.finditer(rb":bf:m:", k):
+            prefix, rest = k[:m.start()], k[m.end():]
+            if rest == name and prefix_belongs_to(prefix, name):
+                out.append(k)
+    return sorted(out)
 
 
 def upstream_keys(client):

@@ -23,7 +23,6 @@
 
 #include "filters/bf_args.h"
 #include "filters/key_layout.h"
-#include "filters/key_plan.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "protocol/reply_decoder.h"
@@ -74,8 +73,7 @@ class MiniRedis {
  public:
   std::map<std::string, std::string> strings;
   std::map<std::string, std::map<std::string, std::string>> hashes;
-  std::map<std::string, int> calls;         // per command name: how many were run
-  std::map<std::string, int> script_reads;  // per key: TYPE scripts run on it
+  std::map<std::string, int> calls;  // per command name: how many were run
   // Replaces a reply: called with the command (upper-case name first) and its occurrence
   // (1 = the first of that name); a value is sent instead of the real reply (the command is
   // not run).
@@ -104,72 +102,8 @@ class MiniRedis {
     return out;
   }
 
-  // The key plans' Lua scripts (filters/key_plan.cc), modelled: what each does with its keys.
-  std::string Eval(const std::vector<std::string>& c) {
-    const size_t numkeys = std::stoul(c[2]);
-    std::vector<std::string> keys(c.begin() + 3, c.begin() + 3 + static_cast<long>(numkeys));
-    std::vector<std::string> argv(c.begin() + 3 + static_cast<long>(numkeys), c.end());
-    auto is_filter = [&](const std::string& k) {
-      return hashes.count(k) && hashes[k].count("bloomproxy") && hashes[k]["bloomproxy"] == "1";
-    };
-    if (c[1] == TypeScript()) {
-      ++script_reads[keys[0]];
-      if (hashes.count(keys[0]) && Exists(keys[1]) && is_filter(keys[0])) return "+MBbloom--\r\n";
-      return Run({"TYPE", keys[0]});
-    }
-    if (c[1] == RenameScript()) {
-      for (size_t i = 0; i + 1 < keys.size(); i += 2) {
-        if (strings.count(keys[i])) {
-          strings[keys[i + 1]] = strings[keys[i]];
-          strings.erase(keys[i]);
-        }
-      }
-      return Int(0);
-    }
-    if (c[1] != KeyScript()) return "-ERR unknown script\r\n";
-    std::string out;
-    const bool expire = argv[0] == "e";
-    protocol::AppendArrayHeader(&out, static_cast<int64_t>(keys.size() + (expire ? 2 : 1)));
-    for (const std::string& k : keys) {
-      if (!is_filter(k)) {
-        out += Int(0);
-        continue;
-      }
-      std::vector<std::string> hmget = {"HMGET", k};
-      for (const std::string& f : MetaFieldList()) hmget.push_back(f);
-      out += Run(hmget);
-    }
-    if (argv[0] == "d") {
-      int64_t removed = 0;
-      for (const std::string& k : keys) removed += strings.erase(k) + hashes.erase(k);
-      out += Int(removed);
-      return out;
-    }
-    std::vector<std::string> command(argv.begin() + 1, argv.end());
-    command[0] = Upper(command[0]);
-    out += Run(command);
-    if (expire) out += Run({"PEXPIRETIME", keys[0]});
-    return out;
-  }
-
   std::string Run(const std::vector<std::string>& c) {
     const std::string& name = c[0];
-    if (name == "EVAL" || name == "EVAL_RO") return Eval(c);
-    if (name == "RENAME") {
-      if (!Exists(c[1])) return "-ERR no such key\r\n";
-      if (c[1] == c[2]) return "+OK\r\n";
-      const std::string from = c[1];
-      hashes.erase(c[2]);
-      strings.erase(c[2]);
-      if (strings.count(from)) strings[c[2]] = strings[from];
-      if (hashes.count(from)) hashes[c[2]] = hashes[from];
-      strings.erase(from);
-      hashes.erase(from);
-      return "+OK\r\n";
-    }
-    if (name == "EXPIRE" || name == "PEXPIRE" || name == "PERSIST") {
-      return Int(Exists(c[1]) && name != "PERSIST" ? 1 : 0);
-    }
     const std::string key = c.size() > 1 ? c[1] : "";
     const bool is_hash = hashes.count(key) > 0;
     const bool is_string = strings.count(key) > 0;
@@ -968,109 +902,11 @@ TEST_F(BfPlanTest, BatchOfSeveralCommandsGetsTheErrorEach) {
   EXPECT_TRUE(owned->MemberReplies().empty());
 }
 
-// --- key-level plans --------------------------------------------------------------------------
-
-class KeyPlanTest : public BfPlanTest {
- protected:
-  std::string Key(std::vector<std::string> args) {
-    std::vector<std::string_view> views(args.begin(), args.end());
-    return Run(MakeKeyPlan(views, &cache_));
-  }
-  std::string Marker(const std::string& name) const { return MarkerKey(DataKeyPrefix(name)); }
-  // Every key of filter "f" (its name, data keys and marker).
-  size_t KeysOfF() const {
-    size_t n = redis_.hashes.count("f") + redis_.strings.count(Marker("f"));
-    for (const auto& [k, v] : redis_.strings) n += k.rfind(DataKeyPrefix("f") + ":bf:", 0) == 0;
-    return n;
-  }
-  // Key plans never open a transaction: the client's own connection may hold its WATCH.
-  void ExpectNoTransaction() {
-    EXPECT_EQ(redis_.calls["MULTI"], 0);
-    EXPECT_EQ(redis_.calls["EXEC"], 0);
-  }
-};
-
-TEST_F(KeyPlanTest, TypeAnswersFromTheMarkerWithoutReadingPlainKeys) {
+TEST_F(BfPlanTest, CreationSetsTheNamesMarker) {
   MakeFilter();
-  EXPECT_TRUE(redis_.strings.count(Marker("f")));  // set once the filter was published
-  redis_.hashes["h"]["field"] = "v";
-  redis_.strings["s"] = "v";
-  redis_.calls.clear();
-  EXPECT_EQ(Key({"TYPE", "f"}), "+MBbloom--\r\n");
-  EXPECT_EQ(Key({"TYPE", "h"}), "+hash\r\n");
-  EXPECT_EQ(Key({"TYPE", "s"}), "+string\r\n");
-  EXPECT_EQ(Key({"TYPE", "none"}), "+none\r\n");
-  // One script per TYPE, nothing else: no HGET that could count WRONGTYPE or touch the key.
-  EXPECT_EQ(redis_.calls["EVAL_RO"], 4);
-  EXPECT_EQ(redis_.calls["HGET"] + redis_.calls["HMGET"] + redis_.calls["TYPE"], 0);
-  // A filter made before markers existed answers as the hash it is stored in.
-  redis_.strings.erase(Marker("f"));
-  EXPECT_EQ(Key({"TYPE", "f"}), "+hash\r\n");
-  ExpectNoTransaction();
-}
-
-TEST_F(KeyPlanTest, TypeRepliesThatMakeNoSense) {
-  redis_.override = Replace("EVAL_RO", "*1\r\n:1\r\n");
-  EXPECT_EQ(Key({"TYPE", "f"}), Nonsense("TYPE", "expected a simple reply, got an array of 1"));
-  redis_.override = Replace("EVAL_RO", "*2\r\n:1\r\n");
-  EXPECT_EQ(Key({"TYPE", "f"}), Nonsense("TYPE", "the reply could not be decoded"));
-  redis_.override = Replace("EVAL_RO", "-BUSY Redis is busy running a script.\r\n");
-  EXPECT_EQ(Key({"TYPE", "f"}), "-BUSY Redis is busy running a script.\r\n");
-}
-
-TEST_F(KeyPlanTest, DelRemovesWholeFiltersAndPlainKeys) {
-  MakeFilter();
-  ASSERT_GE(KeysOfF(), 4u);  // name, bits, count, marker
-  redis_.strings["s"] = "v";
-  redis_.hashes["h"]["x"] = "y";
-  EXPECT_EQ(Key({"DEL", "f", "s", "h", "missing", "s"}), ":3\r\n");
-  EXPECT_EQ(KeysOfF(), 0u);
-  EXPECT_TRUE(redis_.strings.empty());
-  EXPECT_TRUE(redis_.hashes.empty());
-  EXPECT_EQ(Key({"UNLINK", "missing"}), ":0\r\n");
-  ExpectNoTransaction();
-}
-
-TEST_F(KeyPlanTest, ExpireReachesEveryKeyOfAFilter) {
-  MakeFilter();
-  const size_t keys = KeysOfF();
-  EXPECT_EQ(Key({"EXPIRE", "f", "100"}), ":1\r\n");
-  // The model keeps no TTLs: PEXPIRETIME says "persistent", so every other key is persisted.
-  EXPECT_EQ(redis_.calls["PERSIST"], static_cast<int>(keys - 1));
-  EXPECT_EQ(Key({"EXPIRE", "missing", "100"}), ":0\r\n");
-  EXPECT_EQ(redis_.calls["PERSIST"], static_cast<int>(keys - 1));
-  ExpectNoTransaction();
-}
-
-TEST_F(KeyPlanTest, RenameMovesTheWholeFilter) {
-  MakeFilter();
-  const size_t keys = KeysOfF();
-  EXPECT_EQ(Key({"RENAME", "f", "g"}), "+OK\r\n");
-  EXPECT_EQ(KeysOfF(), 0u);
-  EXPECT_TRUE(redis_.hashes.count("g"));
-  EXPECT_TRUE(redis_.strings.count(Marker("g")));
-  size_t moved = 1;
-  for (const auto& [k, v] : redis_.strings) moved += k.rfind(DataKeyPrefix("g") + ":", 0) == 0;
-  EXPECT_EQ(moved, keys);
-  // Onto another filter: the one the destination held is removed whole.
-  cache_ = FilterCache();
-  MakeFilter();
-  EXPECT_EQ(Key({"RENAMENX", "f", "g"}), ":0\r\n");
-  EXPECT_EQ(Key({"RENAME", "f", "g"}), "+OK\r\n");
-  EXPECT_EQ(redis_.hashes.size(), 1u);
-  for (const auto& [k, v] : redis_.strings) EXPECT_EQ(k.rfind(DataKeyPrefix("g"), 0), 0u) << k;
-  EXPECT_EQ(Key({"RENAME", "missing", "x"}), "-ERR no such key\r\n");
-  ExpectNoTransaction();
-}
-
-TEST_F(KeyPlanTest, ScriptErrorsReachTheClientUnchanged) {
-  redis_.override = Replace("EVAL", "-BUSY Redis is busy running a script.\r\n");
-  EXPECT_EQ(Key({"DEL", "a"}), "-BUSY Redis is busy running a script.\r\n");
-  redis_.override = Replace("EVAL", ":1\r\n");
-  EXPECT_EQ(Key({"DEL", "a"}), Nonsense("EVAL", "expected an array, got the integer 1"));
-  redis_.override = Replace("EVAL", "*1\r\n:0\r\n");
-  EXPECT_EQ(Key({"DEL", "a"}),
-            Nonsense("EVAL", "expected an array of at least 2, got an array of 1"));
+  // key_layout.h: the marker that lets TYPE and the key scripts recognise the filter.
+  EXPECT_EQ(redis_.strings[MarkerKey(DataKeyPrefix("f"), "f")], "1");
+  EXPECT_EQ(MarkerKey(DataKeyPrefix("f"), "f"), "{f}:bf:m:f");
 }
 
 // StepReplies::Ints reads only well-formed arrays of integers.

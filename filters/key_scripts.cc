@@ -1,0 +1,208 @@
+#include "filters/key_scripts.h"
+
+#include "filters/key_layout.h"
+#include "protocol/command_table.h"
+#include "protocol/encoder.h"
+
+namespace bloomproxy::filters {
+namespace {
+
+// filter_at(k, p): what lives at name `k`, whose data-key prefix is `p` (key_layout.h). Returns
+// its marker's name when the marker exists (else nil), and the filter's data keys (one per shard
+// of each link, and each link's count) when `k` is a filter's hash whose fields parse. Without a
+// marker nothing but the marker is looked at (EXISTS touches nothing); the hash is read only
+// when its marker says it is a filter, so no probe counts as a WRONGTYPE error and no plain key
+// is touched.
+constexpr std::string_view kFilterAt = R"lua(
+local function filter_at(k, p)
+  local m = p .. ':bf:m:' .. k
+  if redis.call('EXISTS', m) == 0 then return nil, nil end
+  if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
+  local names = {'bloomproxy', 'id', 'shard'}
+  for i = 0, 63 do names[#names + 1] = 'l' .. i end
+  local f = redis.call('HMGET', k, unpack(names))
+  local shard = tonumber(f[3])
+  if f[1] ~= '1' or not f[2] or not shard or shard < 1 or not f[4] then return m, nil end
+  local keys = {}
+  for i = 0, 63 do
+    local l = f[4 + i]
+    if not l then break end
+    local bytes = tonumber(string.match(l, '^%d+'))
+    if not bytes then return m, nil end
+    local base = p .. ':bf:' .. f[2] .. ':' .. i
+    local shards = 1
+    if bytes > 0 then shards = math.floor((bytes + shard - 1) / shard) end
+    for s = 0, shards - 1 do keys[#keys + 1] = base .. '.' .. s end
+    keys[#keys + 1] = base .. ':n'
+  end
+  return m, keys
+end
+)lua";
+
+// TYPE. KEYS[1]: the key; KEYS[2]: its marker. "MBbloom--" for a filter (RedisBloom's module
+// type name), else Redis's answer. Touches nothing.
+constexpr std::string_view kTypeScript = R"lua(
+local t = redis.call('TYPE', KEYS[1]).ok
+if t == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then return {ok = 'MBbloom--'} end
+return {ok = t}
+)lua";
+
+// DEL, UNLINK. KEYS: the command's keys. ARGV[1]: DEL or UNLINK; ARGV[1 + i]: the data-key
+// prefix of KEYS[i]. Key by key (a Lua call takes at most 8000 arguments), so a filter's data
+// keys and marker go with its name. Returns the number of keys removed, or the command's error.
+constexpr std::string_view kDeleteBody = R"lua(
+local removed = 0
+for i, k in ipairs(KEYS) do
+  local m, data = filter_at(k, ARGV[i + 1])
+  local r = redis.pcall(ARGV[1], k)
+  if type(r) == 'table' then return r end
+  removed = removed + r
+  if m and r == 1 then redis.call('UNLINK', m, unpack(data or {})) end
+end
+return removed
+)lua";
+
+// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST. KEYS[1]: the key. ARGV[1]: its data-key prefix;
+// ARGV[2..]: the command. Returns the command's reply. When the key is a filter and the command
+// changed its expiry, its data keys and marker get the same (gone, persistent, or the same
+// absolute time).
+constexpr std::string_view kExpireBody = R"lua(
+local m, data = filter_at(KEYS[1], ARGV[1])
+local r = redis.pcall(unpack(ARGV, 2))
+if data and r == 1 then
+  data[#data + 1] = m
+  local at = redis.call('PEXPIRETIME', KEYS[1])
+  for _, d in ipairs(data) do
+    if at == -2 then redis.call('UNLINK', d)
+    elseif at == -1 then redis.call('PERSIST', d)
+    else redis.call('PEXPIREAT', d, at) end
+  end
+end
+return r
+)lua";
+
+// RENAME, RENAMENX. KEYS[1], KEYS[2]: source and destination. ARGV[1], ARGV[2]: their data-key
+// prefixes; ARGV[3..]: the command. Returns the command's reply. When it renamed: a filter the
+// destination held loses its data keys and marker; a filter at the source takes its data keys
+// along under the destination's prefix and its marker under the destination's name (RENAME
+// keeps their expiry).
+constexpr std::string_view kRenameBody = R"lua(
+local ms, src = filter_at(KEYS[1], ARGV[1])
+local md, dst = nil, nil
+if KEYS[1] ~= KEYS[2] then md, dst = filter_at(KEYS[2], ARGV[2]) end
+local r = redis.pcall(unpack(ARGV, 3))
+if type(r) == 'table' and r.err then return r end
+if KEYS[1] == KEYS[2] or (type(r) ~= 'table' and r ~= 1) then return r end
+if md then redis.call('UNLINK', md, unpack(dst or {})) end
+if ms then
+  if src then
+    for _, d in ipairs(src) do
+      local moved = ARGV[2] .. string.sub(d, #ARGV[1] + 1)
+      if moved ~= d and redis.call('EXISTS', d) == 1 then redis.call('RENAME', d, moved) end
+    end
+    redis.call('RENAME', ms, ARGV[2] .. ':bf:m:' .. KEYS[2])
+  else
+    redis.call('UNLINK', ms)
+  end
+end
+return r
+)lua";
+
+const std::string& WithFilterAt(std::string_view body, std::string* storage) {
+  if (storage->empty()) *storage = std::string(kFilterAt) + std::string(body);
+  return *storage;
+}
+
+enum class Kind { kNone, kType, kDelete, kExpire, kRename };
+
+Kind KindOf(const std::vector<std::string_view>& args) {
+  if (args.empty()) return Kind::kNone;
+  const protocol::CommandInfo* info = protocol::LookupCommand(args[0]);
+  // Wrong arity is the upstream's to report, as for any command.
+  if (info == nullptr || !protocol::ArityOk(*info, args.size())) return Kind::kNone;
+  const std::string_view name = info->name;
+  if (name == "type") return Kind::kType;
+  if (name == "del" || name == "unlink") return Kind::kDelete;
+  if (name == "expire" || name == "pexpire" || name == "expireat" || name == "pexpireat" ||
+      name == "persist") {
+    return Kind::kExpire;
+  }
+  if (name == "rename" || name == "renamenx") return Kind::kRename;
+  return Kind::kNone;
+}
+
+}  // namespace
+
+std::string_view TypeScript() { return kTypeScript; }
+
+std::string_view DeleteScript() {
+  static std::string text;
+  return WithFilterAt(kDeleteBody, &text);
+}
+
+std::string_view ExpireScript() {
+  static std::string text;
+  return WithFilterAt(kExpireBody, &text);
+}
+
+std::string_view RenameScript() {
+  static std::string text;
+  return WithFilterAt(kRenameBody, &text);
+}
+
+std::vector<std::string_view> KeyCommandNames(const std::vector<std::string_view>& args) {
+  switch (KindOf(args)) {
+    case Kind::kNone:
+      return {};
+    case Kind::kDelete:
+      return {args.begin() + 1, args.end()};
+    case Kind::kRename:
+      return {args[1], args[2]};
+    case Kind::kType:
+    case Kind::kExpire:
+      return {args[1]};
+  }
+  return {};
+}
+
+bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* request) {
+  const Kind kind = KindOf(args);
+  if (kind == Kind::kNone) return false;
+  std::vector<std::string> prefixes;
+  std::vector<std::string_view> out;
+  const std::string count_storage = std::to_string(kind == Kind::kDelete   ? args.size() - 1
+                                                   : kind == Kind::kRename ? 2
+                                                   : kind == Kind::kType   ? 2
+                                                                           : 1);
+  std::string marker;
+  switch (kind) {
+    case Kind::kType:
+      marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
+      out = {"EVAL_RO", TypeScript(), count_storage, args[1], marker};
+      break;
+    case Kind::kDelete:
+      for (size_t i = 1; i < args.size(); ++i) prefixes.push_back(DataKeyPrefix(args[i]));
+      out = {"EVAL", DeleteScript(), count_storage};
+      out.insert(out.end(), args.begin() + 1, args.end());
+      out.push_back(args[0]);
+      break;
+    case Kind::kExpire:
+      prefixes.push_back(DataKeyPrefix(args[1]));
+      out = {"EVAL", ExpireScript(), count_storage, args[1]};
+      break;
+    case Kind::kRename:
+      prefixes.push_back(DataKeyPrefix(args[1]));
+      prefixes.push_back(DataKeyPrefix(args[2]));
+      out = {"EVAL", RenameScript(), count_storage, args[1], args[2]};
+      break;
+    case Kind::kNone:
+      return false;
+  }
+  for (const std::string& p : prefixes) out.push_back(p);
+  if (kind == Kind::kExpire || kind == Kind::kRename)
+    out.insert(out.end(), args.begin(), args.end());
+  protocol::AppendCommand(request, out);
+  return true;
+}
+
+}  // namespace bloomproxy::filters

@@ -1,0 +1,102 @@
+// The requests that run key commands on whole filters (filters/key_scripts.h). What the Lua does
+// is checked against a real redis-server by the integration tests (test_bf_keys.py,
+// test_watch_and_probes.py); here: which commands become which script request, with which keys
+// and arguments, and that nothing else does.
+#include "filters/key_scripts.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "filters/key_layout.h"
+#include "protocol/request_parser.h"
+
+namespace bloomproxy::filters {
+namespace {
+
+// The arguments of the request built for `args`, or {} when none is.
+std::vector<std::string> RequestFor(std::vector<std::string_view> args) {
+  std::string request;
+  if (!KeyCommandRequest(args, &request)) {
+    EXPECT_TRUE(request.empty());
+    return {};
+  }
+  protocol::RequestParser parser;
+  protocol::Command cmd;
+  size_t consumed = 0;
+  EXPECT_EQ(parser.Parse(request, true, &consumed, &cmd), protocol::ParseStatus::kOk);
+  EXPECT_EQ(consumed, request.size());
+  return {cmd.args.begin(), cmd.args.end()};
+}
+
+TEST(KeyScriptsTest, DeleteRunsKeyByKeyWithEachPrefix) {
+  const auto r = RequestFor({"del", "a", "{t}b", "a"});
+  ASSERT_EQ(r.size(), 10u);
+  EXPECT_EQ(r[0], "EVAL");
+  EXPECT_EQ(r[1], DeleteScript());
+  EXPECT_EQ(r[2], "3");
+  EXPECT_EQ((std::vector<std::string>(r.begin() + 3, r.end())),
+            (std::vector<std::string>{"a", "{t}b", "a", "del", "{a}", "{t}b", "{a}"}));
+  EXPECT_EQ(RequestFor({"UNLINK", "x"}).back(), DataKeyPrefix("x"));
+}
+
+TEST(KeyScriptsTest, ExpireAndPersistCarryTheCommandAsSent) {
+  const auto r = RequestFor({"PEXPIREAT", "k", "1000", "NX"});
+  ASSERT_EQ(r.size(), 9u);
+  EXPECT_EQ(r[1], ExpireScript());
+  EXPECT_EQ((std::vector<std::string>(r.begin() + 2, r.end())),
+            (std::vector<std::string>{"1", "k", "{k}", "PEXPIREAT", "k", "1000", "NX"}));
+  for (std::string_view cmd : {"expire", "pexpire", "expireat", "persist"}) {
+    std::vector<std::string_view> args = {cmd, "k"};
+    if (cmd != "persist") args.push_back("10");
+    EXPECT_EQ(RequestFor(args)[1], ExpireScript()) << cmd;
+  }
+}
+
+TEST(KeyScriptsTest, RenameNamesBothKeysAndPrefixes) {
+  const auto r = RequestFor({"RENAMENX", "a", "b"});
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL", std::string(RenameScript()), "2", "a", "b", "{a}",
+                                         "{b}", "RENAMENX", "a", "b"}));
+}
+
+TEST(KeyScriptsTest, TypeReadsTheMarkerOnly) {
+  const auto r = RequestFor({"type", "users"});
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(TypeScript()), "2", "users",
+                                         "{users}:bf:m:users"}));
+  // Names sharing a prefix have markers of their own.
+  EXPECT_NE(MarkerKey(DataKeyPrefix("users"), "users"),
+            MarkerKey(DataKeyPrefix("{users}"), "{users}"));
+  EXPECT_EQ(DataKeyPrefix("users"), DataKeyPrefix("{users}"));
+}
+
+TEST(KeyScriptsTest, OtherCommandsAndWrongArityAreLeftToTheUpstream) {
+  EXPECT_TRUE(RequestFor({"GET", "k"}).empty());
+  EXPECT_TRUE(RequestFor({"DEL"}).empty());
+  EXPECT_TRUE(RequestFor({"EXPIRE", "k"}).empty());
+  EXPECT_TRUE(RequestFor({"RENAME", "a"}).empty());
+  EXPECT_TRUE(RequestFor({"TYPE", "a", "b"}).empty());
+  EXPECT_TRUE(RequestFor({"PERSIST", "a", "b"}).empty());
+  EXPECT_TRUE(RequestFor({}).empty());
+  EXPECT_TRUE(KeyCommandNames({"GET", "k"}).empty());
+  EXPECT_EQ(KeyCommandNames({"DEL", "a", "b"}), (std::vector<std::string_view>{"a", "b"}));
+  EXPECT_EQ(KeyCommandNames({"RENAME", "a", "b"}), (std::vector<std::string_view>{"a", "b"}));
+}
+
+TEST(KeyScriptsTest, ScriptsNeverOpenATransactionNorReadAHashUnmarked) {
+  for (std::string_view s : {TypeScript(), DeleteScript(), ExpireScript(), RenameScript()}) {
+    EXPECT_EQ(s.find("MULTI"), std::string_view::npos);
+    EXPECT_EQ(s.find("EXEC"), std::string_view::npos);
+    // The only hash read follows the marker check (filter_at).
+    const size_t marker = s.find("redis.call('EXISTS', m) == 0");
+    const size_t hmget = s.find("'HMGET'");
+    if (hmget != std::string_view::npos) {
+      EXPECT_LT(marker, hmget);
+    }
+    EXPECT_EQ(s.find("'HGET'"), std::string_view::npos);
+  }
+}
+
+}  // namespace
+}  // namespace bloomproxy::filters
