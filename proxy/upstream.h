@@ -92,6 +92,11 @@ class UpstreamConn {
   void ResumeReading();
   // Request bytes not yet written to the socket.
   size_t pending_output() const { return out_.size(); }
+  // Gives back its buffers while nothing is pending (an idle pooled connection).
+  void ReleaseIdleMemory() {
+    if (in_.empty()) in_.ShrinkIfIdle(0);
+    out_.ReleaseIfIdle();
+  }
 
   // This end's address as the upstream's CLIENT LIST shows it ("addr=" of this connection):
   // "127.0.0.1:40000", "[::1]:40000"; empty for a Unix socket or before the connection is made.

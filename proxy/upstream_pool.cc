@@ -91,6 +91,7 @@ void UpstreamPool::ReleasePinned(UpstreamConn* conn) {
                     conn->in_flight() == 0 &&
                     idle_pinned_.size() < static_cast<size_t>(server_->options().pinned_pool_size);
   if (keep) {
+    conn->ReleaseIdleMemory();
     idle_pinned_.push_back(conn);
   } else if (conn->plan_in_flight()) {
     // A plan finishes even when its client left, so no filter is left half-written; a

@@ -74,7 +74,7 @@ void ExpectDefaults(const Options& o) {
   EXPECT_EQ(o.upstream_user, "");
   EXPECT_EQ(o.upstream_password, "");
   EXPECT_EQ(o.upstream_connections, 2);
-  EXPECT_EQ(o.pinned_pool_size, 16);
+  EXPECT_EQ(o.pinned_pool_size, 64);
   EXPECT_EQ(o.connect_timeout_ms, 2000);
   EXPECT_EQ(o.reconnect_max_ms, 500);
   EXPECT_EQ(o.requirepass, "");
