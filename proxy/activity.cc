@@ -8,6 +8,7 @@ namespace bloomproxy::proxy {
 namespace {
 
 std::atomic<int64_t> g_stalling{0};
+std::atomic<int64_t> g_shared_writes{0};
 // The pause: until when (MonotonicMs), and whether only writes wait. 0 = none.
 std::atomic<uint64_t> g_pause_until{0};
 std::atomic<bool> g_pause_writes_only{false};
@@ -37,6 +38,12 @@ bool UpstreamActivity::PauseActive(uint64_t now_ms) { return now_ms < g_pause_un
 bool UpstreamActivity::WritesPaused(uint64_t now_ms) {
   return PauseActive(now_ms) && g_pause_writes_only.load();
 }
+
+void UpstreamActivity::BeginSharedWrite() { g_shared_writes.fetch_add(1); }
+
+void UpstreamActivity::EndSharedWrite() { g_shared_writes.fetch_sub(1); }
+
+int64_t UpstreamActivity::SharedWrites() { return g_shared_writes.load(); }
 
 uint64_t UpstreamActivity::MonotonicMs() { return uv_hrtime() / 1000000; }
 

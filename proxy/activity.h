@@ -29,6 +29,13 @@ class UpstreamActivity {
   // moving writes elsewhere helps nobody).
   static bool WritesPaused(uint64_t now_ms);
 
+  // Writes in flight on shared connections (any loop). A CLIENT PAUSE WRITE waits until they
+  // are answered before it goes upstream: one held there would hold every read queued behind
+  // it on its connection.
+  static void BeginSharedWrite();
+  static void EndSharedWrite();
+  static int64_t SharedWrites();
+
   // Process-wide monotonic milliseconds (every loop's uv_now differs a little).
   static uint64_t MonotonicMs();
 };

@@ -56,6 +56,13 @@ void* Pending::operator new(size_t size) {
 
 Pending::~Pending() {
   if (stalls) UpstreamActivity::EndStallingCommand();
+  if (shared_write) UpstreamActivity::EndSharedWrite();
+}
+
+void Pending::MarkSharedWrite() {
+  if (shared_write) return;
+  shared_write = true;
+  UpstreamActivity::BeginSharedWrite();
 }
 
 void Pending::MarkStalling() {
@@ -302,11 +309,12 @@ size_t Client::MaxInFlight() const {
 
 bool Client::NeedsPin() const {
   return in_multi_ || watching_ || monitor_ || tracking_ || db_ != 0 || in_pubsub() ||
-         subscribing_ > 0 || no_evict_ || readonly_ || asking_ || tunnel_;
+         subscribing_ > 0 || no_evict_ || readonly_ || asking_ || tunnel_ || replica_handshake_;
 }
 
 void Client::ClearConnectionState() {
   in_multi_ = watching_ = monitor_ = tracking_ = no_evict_ = readonly_ = asking_ = false;
+  replica_handshake_ = false;
   db_ = channels_ = patterns_ = shard_channels_ = 0;
   subscribing_ = 0;
   queued_ = 0;

@@ -56,6 +56,7 @@ enum class Hook : uint8_t {
   kPause,         // +OK: CLIENT PAUSE for `arg` ms (sub_kind 1: writes only)
   kUnpause,       // +OK: CLIENT UNPAUSE
   kQueued,        // +QUEUED of a command the proxy follows inside MULTI (`arg`: its entry)
+  kReset,         // +RESET of a RESET sent upstream (monitor, pub/sub): the client is reset
   kAuthUpstream,  // internal: the proxy's own AUTH on a new upstream connection
   kServerInfo,    // internal: INFO server/replication, to learn version, mode and role
   kUpstreamId,    // internal: CLIENT ID of a pinned connection (Unix socket upstream)
@@ -83,6 +84,7 @@ struct Pending {
   bool subscribe = false;      // a (P|S)SUBSCRIBE: the client enters pub/sub mode
   bool queued = false;         // sent inside MULTI: a +QUEUED reply takes a place in EXEC's
   bool stalls = false;         // may keep the whole upstream busy (UpstreamActivity) until done
+  bool shared_write = false;   // a write on a shared connection (UpstreamActivity) until done
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
   bool plan_step = false;      // a plan's step or trailing requests (internal)
   bool batch_member = false;   // a command answered by a batch plan
@@ -91,8 +93,10 @@ struct Pending {
   ~Pending();
   Pending(const Pending&) = delete;
   Pending& operator=(const Pending&) = delete;
-  // Marks the slot as carrying a command that may stall the server (counted until deleted).
+  // Marks the slot as carrying a command that may stall the server, or a write on a shared
+  // connection (each counted by UpstreamActivity until the slot is deleted).
   void MarkStalling();
+  void MarkSharedWrite();
 
   // Slots come and go once per command: freed ones are kept for reuse (per thread).
   static void* operator new(size_t size);
@@ -137,6 +141,9 @@ class Client {
   void OnTunnelData(std::string_view bytes);
   // The tunnel's connection wrote what it had queued.
   void OnTunnelWritten();
+  // A CLIENT PAUSE of this client waits for the writes on shared connections (kPauseDrain): the
+  // server's timer calls this to look again.
+  void RetryPause();
 
   // Writes what is queued (called once per loop turn by the server).
   void Flush();
@@ -166,6 +173,7 @@ class Client {
   static constexpr uint8_t kPausePlan = 8;          // a plan runs: its steps come first
   static constexpr uint8_t kPauseOutput = 16;       // too much output the client has not read
   static constexpr uint8_t kPauseTunnel = 32;       // the tunnel's upstream side is backed up
+  static constexpr uint8_t kPauseDrain = 64;        // CLIENT PAUSE WRITE waits for shared writes
 
   // A client may have this many commands upstream before the proxy stops reading from it;
   // replies keep flowing meanwhile, so a client that writes a long pipeline before reading
@@ -188,6 +196,7 @@ class Client {
     bool own_conn = false;    // needs a connection of the client's own (pinned or dedicated)
     bool stalls = false;      // may keep the whole upstream busy
     bool up_to_date = false;  // WAIT: a newly taken connection runs a command first
+    bool writes = false;      // held back by CLIENT PAUSE WRITE (a write, EVAL, PUBLISH, ...)
     protocol::Effect effect = protocol::Effect::kNone;
     std::string rewritten;  // the request to send instead of the client's, when not empty
   };
@@ -224,6 +233,9 @@ class Client {
   // shared one. Null when the client must wait (kRetryLater) or the upstream is unavailable
   // (answered: kDone); *acquired says whether an own connection was just taken.
   UpstreamConn* TargetFor(bool own_conn, Dispatched* result, bool* acquired);
+  // CLIENT PAUSE WRITE: holds writes from now on and waits (kRetryLater) until the writes on
+  // shared connections are answered, at most kPauseDrainMs; true when it may go upstream.
+  bool PauseMayGo(uint64_t pause_ms);
   // Dispatch-time connection state: later commands of the same pipeline are routed by it.
   void ApplyDispatchState(protocol::Effect effect, const Outgoing& out);
   // Redis's checks before running a command: an unknown subcommand or a wrong number of
@@ -243,7 +255,9 @@ class Client {
   Dispatched HandleHello(const protocol::Command& cmd);
   Dispatched HandleAuth(const protocol::Command& cmd);
   Dispatched HandleInfo(const protocol::Command& cmd);
-  Dispatched HandleReset();
+  Dispatched HandleReset(const protocol::Command& cmd);
+  // What RESET resets on the proxy's side (the upstream connection is the caller's business).
+  void ResetClientState();
   static bool InfoWantsProxySection(const protocol::Command& cmd);
   void LogFailedAuth(std::string_view user) const;
   bool CheckUser(std::string_view user, std::string_view password) const;
@@ -346,6 +360,7 @@ class Client {
   bool readonly_ = false;           // READONLY
   bool asking_ = false;             // ASKING sent, its command not yet
   bool tunnel_ = false;             // raw bytes both ways on pinned_ (tunnel.cc)
+  bool replica_handshake_ = false;  // REPLCONF answered on pinned_, a tunnel to come
   uint64_t tracking_redirect_ = 0;  // proxy client id named by CLIENT TRACKING ... REDIRECT
   uint64_t pending_redirect_ = 0;   // the same, until the upstream accepts the command
   int64_t db_ = 0;                  // confirmed by the upstream
@@ -383,6 +398,7 @@ class Client {
   bool processing_ = false;          // inside ProcessInput: Resume only clears pause bits
   bool close_asap_ = false;          // past the pub/sub output limit: closed at the next flush
   bool tunnel_read_paused_ = false;  // the tunnel's upstream side stopped: our output is full
+  uint64_t pause_drain_since_ = 0;   // PauseMayGo: when the CLIENT PAUSE began to wait
   // Bound on the replies in flight (see MaxInFlight): the largest recent reply (bytes, decays
   // slowly) and a window that starts small and grows with every reply received.
   size_t reply_peak_ = 64;

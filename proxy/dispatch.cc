@@ -75,6 +75,14 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     // Redis answers QUIT before anything else, authenticated or not, and closes after it.
     input_closed_ = true;
     Pause(kPauseClosing);
+    if (pinned_ != nullptr && (monitor_ || in_pubsub() || subscribing_ > 0)) {
+      // Monitor lines or messages may still come before the upstream runs QUIT: its +OK
+      // comes after them.
+      Pending* p = NewUpstreamSlot(pinned_);
+      p->close_after = true;
+      pinned_->Send(RequestBytes(cmd), p);
+      return Dispatched::kStop;
+    }
     ReplyLocal("+OK\r\n", /*close_after=*/true);
     return Dispatched::kStop;
   }
@@ -92,7 +100,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
       ReplyLocal(errors::WrongArity(cmd.args[0]));
       return Dispatched::kDone;
     }
-    return HandleReset();
+    return HandleReset(cmd);
   }
 
   const Route route = sub ? sub->route : info ? info->route : Route{};
@@ -104,6 +112,13 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   // In pub/sub mode and while monitoring the upstream decides what a command means (allowed,
   // or rejected with Redis's own error), so everything goes to the pinned connection.
   const bool upstream_decides = pinned_ != nullptr && (in_pubsub() || subscribing_ > 0 || monitor_);
+  if (upstream_decides && !monitor_ && inflight_ > 0 && route.effect != Effect::kSubscribe &&
+      route.effect != Effect::kUnsubscribe && name != "ping") {
+    // An UNSUBSCRIBE in flight may end pub/sub mode before this command runs upstream, and
+    // what it means (answered here, or refused there) depends on that: it waits to know.
+    Pause(kPauseBarrier);
+    return Dispatched::kRetryLater;
+  }
   if (!upstream_decides) {
     if (server_->bf_emulate()) {
       Dispatched d = HandleFilterCommand(cmd);
@@ -156,6 +171,10 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   }
   if (!upstream_decides && route.effect == Effect::kTracking && RedirectArg(cmd) != 0) {
     return SendWithUpstreamId(cmd, RedirectArg(cmd), out);
+  }
+  if (out.hook == Hook::kPause && out.sub_kind == 1 &&
+      !PauseMayGo(static_cast<uint64_t>(out.arg))) {
+    return Dispatched::kRetryLater;
   }
   return SendUpstream(cmd, out);
 }
@@ -302,8 +321,9 @@ bool Client::PrepareEffect(const Command& cmd, const Route& route, const Command
   }
   if (route.conn == Conn::kDedicated) out->own_conn = true;
   out->stalls = (route.traits & protocol::kTraitStallsServer) != 0;
-  if (!out->own_conn && pinned_ == nullptr && info != nullptr &&
-      ((info->flags & protocol::kFlagWrite) || (route.traits & protocol::kTraitMayReplicate)) &&
+  out->writes = info != nullptr && ((info->flags & protocol::kFlagWrite) ||
+                                    (route.traits & protocol::kTraitMayReplicate));
+  if (!out->own_conn && pinned_ == nullptr && out->writes &&
       UpstreamActivity::WritesPaused(UpstreamActivity::MonotonicMs())) {
     // The upstream holds writes back (CLIENT PAUSE WRITE): on a shared connection this one
     // would hold back every read queued behind it.
@@ -320,6 +340,13 @@ UpstreamConn* Client::TargetFor(bool own_conn, Dispatched* result, bool* acquire
       // Commands of one client execute in order: the new connection waits for the old one.
       Pause(kPauseBarrier);
       *result = Dispatched::kRetryLater;
+      return nullptr;
+    }
+    if (server_->pool().Shared(&shared_slot_) == nullptr || !server_->pool().Reachable()) {
+      // The upstream is down: say so at once, as for any command, rather than open a
+      // connection that fails and takes the client's state with it.
+      ReplyUnavailable();
+      *result = Dispatched::kDone;
       return nullptr;
     }
     pinned_ = server_->pool().AcquirePinned(this);
@@ -364,6 +391,11 @@ void Client::ApplyDispatchState(Effect effect, const Outgoing& out) {
     case Effect::kSubscribe:
       if (out.own_conn) ++subscribing_;
       break;
+    case Effect::kMonitor:
+      // Later commands of the pipeline go to the monitor's connection, and QUIT and RESET after
+      // its lines (the reply confirms it, or takes it back).
+      monitor_ = true;
+      break;
     default:
       break;
   }
@@ -390,6 +422,7 @@ Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
   p->sub_kind = out.sub_kind;
   p->subscribe = out.hook == Hook::kSubscribe && out.own_conn;
   if (out.stalls) p->MarkStalling();
+  if (out.writes && target->shared()) p->MarkSharedWrite();
   if (!out.rewritten.empty()) {
     target->Send(out.rewritten, p);
   } else {
@@ -401,6 +434,28 @@ Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
   }
   return Dispatched::kDone;
 }
+
+bool Client::PauseMayGo(uint64_t pause_ms) {
+  // Writes already on shared connections would be held by the pause, and the reads queued
+  // behind them with them, where Redis answers those reads at once. So from now on writes take
+  // connections of their own, and the pause goes upstream once the shared ones have none left
+  // (or after kPauseDrainMs: writes that keep coming from elsewhere do not hold it back).
+  constexpr uint64_t kPauseDrainMs = 500;
+  const uint64_t now = UpstreamActivity::MonotonicMs();
+  if (pause_drain_since_ == 0) {
+    pause_drain_since_ = now;
+    UpstreamActivity::Paused(now, pause_ms + kPauseDrainMs, /*writes_only=*/true);
+  }
+  if (UpstreamActivity::SharedWrites() == 0 || now - pause_drain_since_ >= kPauseDrainMs) {
+    pause_drain_since_ = 0;
+    return true;
+  }
+  Pause(kPauseDrain);
+  server_->WaitForSharedWrites(this);
+  return false;
+}
+
+void Client::RetryPause() { Resume(kPauseDrain); }
 
 std::string_view Client::RequestBytes(const Command& cmd) {
   if (!cmd.raw.empty()) return cmd.raw;

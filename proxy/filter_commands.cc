@@ -110,6 +110,7 @@ Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exi
   Pending* p = NewPlanSlot(target);
   p->in_flight = true;
   p->batch_member = true;
+  if (!exists && target->shared()) p->MarkSharedWrite();
   if (batch_members_++ == 0) {
     batch_exists_ = exists;
     batch_key_.assign(request.key);
@@ -131,6 +132,7 @@ Client::Dispatched Client::StartPlan(std::unique_ptr<filters::Plan> plan, bool w
   if (target == nullptr) return result;
   // Later commands of this client wait for the plan (see Dispatch).
   Pending* p = NewPlanSlot(target);
+  if (writes && target->shared()) p->MarkSharedWrite();
   PlanRunner::Run(server_, {p}, target, std::move(plan));
   return Dispatched::kDone;
 }

@@ -433,7 +433,15 @@ Client::Dispatched Client::HandleInfo(const Command& cmd) {
   return Dispatched::kForward;
 }
 
-Client::Dispatched Client::HandleReset() {
+Client::Dispatched Client::HandleReset(const Command& cmd) {
+  if (pinned_ != nullptr && (monitor_ || in_pubsub() || subscribing_ > 0)) {
+    // Monitor lines or messages may still come before the upstream runs RESET: it goes
+    // upstream, in order with them, and the client is reset when its +RESET arrives (the
+    // connection is then a clean one again).
+    Outgoing out;
+    out.hook = Hook::kReset;
+    return SendUpstream(cmd, out);
+  }
   // RESET runs after the commands before it, as it would on a single Redis connection.
   if (inflight_ > 0) {
     Pause(kPauseBarrier);
@@ -441,13 +449,20 @@ Client::Dispatched Client::HandleReset() {
   }
   // A pinned connection still held here has state; it is closed, not reused (DropPin).
   DropPin();
+  // CLIENT REPLY SKIP skips RESET's own reply (RESET clears OFF before it replies, not SKIP).
+  const bool skipped = reply_skip_;
+  ResetClientState();
+  if (!skipped) ReplyLocal("+RESET\r\n");
+  return Dispatched::kDone;
+}
+
+void Client::ResetClientState() {
+  ClearConnectionState();
   name_.clear();
   user_ = "default";
   acl_ = nullptr;
   authenticated_ = !server_->auth_required();
   reply_off_ = reply_skip_ = false;
-  ReplyLocal("+RESET\r\n");
-  return Dispatched::kDone;
 }
 
 std::string Client::InfoLine() const {

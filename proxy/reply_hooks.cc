@@ -153,7 +153,7 @@ void Client::ApplyHook(Pending* slot, std::string_view frame) {
       if (!ok && slot->arg == 0 && !in_multi_) watching_ = false;
       break;
     case Hook::kMonitor:
-      if (ok) monitor_ = true;
+      monitor_ = ok;
       break;
     case Hook::kTracking:
       if (ok) {
@@ -186,6 +186,10 @@ void Client::ApplyHook(Pending* slot, std::string_view frame) {
       break;
     case Hook::kSubscribe:
       ApplySubscriptionFrame(slot, frame);
+      break;
+    case Hook::kReset:
+      // The upstream reset the connection: no state is left on it.
+      if (frame == "+RESET\r\n") ResetClientState();
       break;
     default:
       break;

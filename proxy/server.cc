@@ -127,6 +127,8 @@ bool Server::Start() {
   shutdown_timer_.data = this;
   uv_timer_init(&loop_, &upstream_timer_);
   upstream_timer_.data = this;
+  uv_timer_init(&loop_, &drain_timer_);
+  drain_timer_.data = this;
   if (options_.upstream_timeout_ms > 0) {
     const uint64_t every = std::clamp<uint64_t>(options_.upstream_timeout_ms / 10, 10, 1000);
     uv_timer_start(&upstream_timer_, OnUpstreamTimer, every, every);
@@ -185,6 +187,8 @@ void Server::Accept(uv_stream_t* listener, bool is_unix) {
 
 void Server::OnClientClosed(Client* c) {
   clients_.erase(c->id());
+  drain_waiters_.erase(std::remove(drain_waiters_.begin(), drain_waiters_.end(), c),
+                       drain_waiters_.end());
   ++closed_since_trim_;
   dirty_clients_.erase(std::remove(dirty_clients_.begin(), dirty_clients_.end(), c),
                        dirty_clients_.end());
@@ -276,6 +280,23 @@ void Server::OnUpstreamTimer(uv_timer_t* t) {
                              static_cast<uint64_t>(self->options_.upstream_timeout_ms));
 }
 
+void Server::WaitForSharedWrites(Client* c) {
+  if (std::find(drain_waiters_.begin(), drain_waiters_.end(), c) == drain_waiters_.end()) {
+    drain_waiters_.push_back(c);
+  }
+  if (!uv_is_active(reinterpret_cast<uv_handle_t*>(&drain_timer_))) {
+    uv_timer_start(&drain_timer_, OnDrainTimer, 1, 1);
+  }
+}
+
+void Server::OnDrainTimer(uv_timer_t* t) {
+  auto* self = static_cast<Server*>(t->data);
+  std::vector<Client*> waiting;
+  waiting.swap(self->drain_waiters_);
+  for (Client* c : waiting) c->RetryPause();  // may ask again (WaitForSharedWrites)
+  if (self->drain_waiters_.empty()) uv_timer_stop(t);
+}
+
 void Server::OnSignal(uv_signal_t* h, int signum) {
   auto* self = static_cast<Server*>(h->data);
   if (self->shutting_down_) {
@@ -324,6 +345,7 @@ void Server::MaybeFinishShutdown() {
   uv_close(reinterpret_cast<uv_handle_t*>(&cron_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&shutdown_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&upstream_timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
   LOG_NOTICE("bloomproxy is now ready to exit, bye bye...");

@@ -97,6 +97,10 @@ class Server {
   // Called by a client from its close callback.
   void OnClientClosed(Client* c);
 
+  // `c`'s CLIENT PAUSE waits for writes on shared connections: c->RetryPause() is called every
+  // millisecond until it stops asking.
+  void WaitForSharedWrites(Client* c);
+
   // The batch of this loop turn for (kind, key, conn), created if there is none yet.
   BfBatch* OpenBatch(bool exists, std::string_view key, UpstreamConn* conn);
 
@@ -105,6 +109,7 @@ class Server {
   static void OnCheck(uv_check_t* h);
   static void OnCron(uv_timer_t* t);
   static void OnUpstreamTimer(uv_timer_t* t);
+  static void OnDrainTimer(uv_timer_t* t);
   static void OnShutdownTimeout(uv_timer_t* t);
   static void OnSignal(uv_signal_t* h, int signum);
 
@@ -131,6 +136,8 @@ class Server {
   uv_timer_t cron_;
   uv_timer_t shutdown_timer_;
   uv_timer_t upstream_timer_;  // checks for stalled upstream requests
+  uv_timer_t drain_timer_;     // CLIENT PAUSEs waiting for shared writes (WaitForSharedWrites)
+  std::vector<Client*> drain_waiters_;
   uv_signal_t sigint_, sigterm_;
 
   std::unordered_map<uint64_t, Client*> clients_;

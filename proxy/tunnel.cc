@@ -1,5 +1,6 @@
 // Tunnels. SYNC, PSYNC and REPLCONF make a connection a replication link (an RDB file, then the
-// replication stream, and REPLCONF ACK which has no reply); SCRIPT DEBUG starts the Lua
+// replication stream, and REPLCONF ACK which has no reply; the REPLCONFs of the handshake before
+// SYNC are still answered one by one, see EnterTunnel); SCRIPT DEBUG starts the Lua
 // debugger's own dialogue; SUBSCRIBE inside MULTI answers several times inside one EXEC reply.
 // No reply matching survives that, and on a shared connection it would break every other
 // client's replies. So the command goes on a connection of the client's own, and from then on
@@ -27,18 +28,60 @@ namespace bloomproxy::proxy {
 
 using protocol::Command;
 
+namespace {
+
+// REPLCONF is answered unless one of its options is ACK or GETACK (a replica's acknowledgement,
+// which Redis never answers).
+bool ReplconfAnswers(const Command& cmd) {
+  if (!IEquals(cmd.args[0], "replconf")) return false;
+  for (size_t i = 1; i < cmd.args.size(); i += 2) {
+    if (IEquals(cmd.args[i], "ack") || IEquals(cmd.args[i], "getack")) return false;
+  }
+  return true;
+}
+
+bool IsSync(const Command& cmd) {
+  return IEquals(cmd.args[0], "sync") || IEquals(cmd.args[0], "psync");
+}
+
+}  // namespace
+
 Client::Dispatched Client::EnterTunnel(const Command& cmd) {
+  if (!tunnel_ && ReplconfAnswers(cmd)) {
+    // A replica's handshake (REPLCONF listening-port, capa, rdb-only, ...) is still answered
+    // reply by reply: it runs on a connection of the client's own, which it marks for good,
+    // and the bytes flow raw only from SYNC or PSYNC on. So a SYNC the proxy refuses after
+    // it (deny-command, the user's rules) is answered in its place, as Redis answers it.
+    Outgoing out;
+    out.own_conn = true;
+    replica_handshake_ = true;
+    const Dispatched d = SendUpstream(cmd, out);
+    if (pinned_ != nullptr) pinned_->mark_dirty();
+    return d;
+  }
   if (inflight_ > 0) {
     // Its bytes start with the reply to this command: every earlier reply comes first.
     Pause(kPauseBarrier);
     return Dispatched::kRetryLater;
   }
-  if (pinned_ == nullptr && server_->pool().shared_count() == 0) {
-    // The upstream is down: say so, as for any command, instead of a tunnel that fails.
-    ReplyUnavailable();
-    return Dispatched::kDone;
+  if (!out_.empty() || !replies_.empty()) {
+    // Redis refuses to turn a connection that still has replies to write into a replication
+    // link or a debugging session.
+    if (IsSync(cmd)) {
+      ReplyLocal("-ERR SYNC and PSYNC are invalid with pending output\r\n");
+      return Dispatched::kDone;
+    }
+    if (IEquals(cmd.args[0], "script")) {
+      ReplyLocal("-ERR SCRIPT DEBUG must be called outside a pipeline\r\n");
+      return Dispatched::kDone;
+    }
   }
-  if (pinned_ == nullptr) pinned_ = server_->pool().AcquirePinned(this);
+  if (pinned_ == nullptr) {
+    // A connection of its own (TargetFor answers at once when the upstream is down).
+    Dispatched result = Dispatched::kDone;
+    bool acquired = false;
+    if (TargetFor(/*own_conn=*/true, &result, &acquired) == nullptr) return result;
+  }
   LOG_VERBOSE("Client id=%llu addr=%s: %.*s makes its upstream connection a tunnel",
               static_cast<unsigned long long>(id_), addr_.c_str(),
               static_cast<int>(std::min<size_t>(cmd.args[0].size(), 32)), cmd.args[0].data());

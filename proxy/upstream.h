@@ -197,8 +197,12 @@ class UpstreamPool {
   // Returns a pinned connection: kept for reuse when clean and idle, closed otherwise.
   void ReleasePinned(UpstreamConn* conn);
 
-  // Called by a connection when it closes (any reason).
+  // Called by a connection when it closes (any reason), and by a shared one once it is up.
   void OnConnClosed(UpstreamConn* conn);
+  void OnSharedReady(UpstreamConn* conn);
+  // False when the upstream is known to be down: no shared connection is up, and the last
+  // attempt of one failed. (Before the first attempt ends it counts as reachable.)
+  bool Reachable() const;
 
   // The stall check, every upstream-timeout-ms / 10. A shared connection whose oldest request
   // has waited `timeout_ms` is closed (its requests get error replies) and replaced, unless the

@@ -176,6 +176,7 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
       "upstream connection %llu to %s established (%s)", static_cast<unsigned long long>(self->id_),
       HostOf(self->server_->upstream_address()).c_str(), kKinds[static_cast<int>(self->kind_)]);
   self->StartHandshake();
+  if (self->kind_ == Kind::kShared) self->server_->pool().OnSharedReady(self);
   self->server_->QueueFlush(self);
 }
 

@@ -135,6 +135,20 @@ void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
   }
 }
 
+void UpstreamPool::OnSharedReady(UpstreamConn* conn) {
+  for (auto& slot : slots_) {
+    if (slot->conn == conn) slot->last_error.clear();
+  }
+}
+
+bool UpstreamPool::Reachable() const {
+  if (shared_count() > 0) return true;
+  for (const auto& slot : slots_) {
+    if (slot->last_error.empty()) return true;
+  }
+  return false;
+}
+
 void UpstreamPool::CheckTimeouts(uint64_t now, uint64_t timeout_ms) {
   // A stalled shared connection (the upstream is stopped, or a network path is black-holed)
   // fails its requests and is replaced. Pinned connections are exempt: a BLPOP may wait for

@@ -315,7 +315,9 @@ class RedisServer:
         finally:
             log.close()
         deadline = time.monotonic() + timeout
-        while not ping_ok(self.port, timeout=0.5):
+        # The server answering must be this one: another process may have taken the port
+        # between free_port() and the bind (then this one exits with "Address already in use").
+        while not (ping_ok(self.port, timeout=0.5) and self._answering_pid() == self.proc.pid):
             if self.proc.poll() is not None:
                 raise RuntimeError("redis-server exited with %s:\n%s"
                                    % (self.proc.returncode, tail(self.log_path)))
@@ -324,6 +326,22 @@ class RedisServer:
                 raise RuntimeError("redis-server did not answer PING:\n" + tail(self.log_path))
             time.sleep(0.02)
         return self
+
+    def _answering_pid(self):
+        """process_id of the server answering on our port (None if it cannot tell)."""
+        try:
+            with RawConn(self.port, timeout=1.0) as c:
+                if self.password:
+                    c.command("AUTH", self.password)
+                info = c.command("INFO", "server")
+        except (OSError, EOFError):
+            return None
+        if not isinstance(info, bytes):
+            return None
+        for line in info.split(b"\r\n"):
+            if line.startswith(b"process_id:"):
+                return int(line.split(b":")[1])
+        return None
 
     def kill(self):
         """SIGKILL (an abrupt upstream failure) and reap."""
