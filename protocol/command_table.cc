@@ -147,6 +147,13 @@ const CommandInfo* LookupSubcommand(const CommandInfo& container, std::string_vi
   return it == table.end() ? nullptr : &it->second;
 }
 
+const CommandInfo* LookupFullName(std::string_view name) {
+  const size_t bar = name.find('|');
+  const CommandInfo* info = LookupCommand(name.substr(0, bar));
+  if (info == nullptr || bar == std::string_view::npos) return info;
+  return LookupSubcommand(*info, name.substr(bar + 1));
+}
+
 size_t CommandCount() { return GetTable().size(); }
 
 std::vector<std::string_view> RouteRowNames() {

@@ -149,6 +149,10 @@ const CommandInfo* LookupCommand(std::string_view name);
 // nullptr if `container` has no such subcommand.
 const CommandInfo* LookupSubcommand(const CommandInfo& container, std::string_view sub);
 
+// Finds a command or subcommand by its full name, any case: "get", "client|getname". nullptr
+// if unknown.
+const CommandInfo* LookupFullName(std::string_view name);
+
 // True when `argc` (including the name) satisfies `info`'s arity.
 inline bool ArityOk(const CommandInfo& info, size_t argc) {
   return info.arity >= 0 ? argc == static_cast<size_t>(info.arity)

@@ -47,7 +47,7 @@ bool IsSync(const Command& cmd) {
 }  // namespace
 
 Client::Dispatched Client::EnterTunnel(const Command& cmd) {
-  if (!tunnel_ && ReplconfAnswers(cmd)) {
+  if (!tunnel_ && !in_multi_ && ReplconfAnswers(cmd)) {
     // A replica's handshake (REPLCONF listening-port, capa, rdb-only, ...) is still answered
     // reply by reply: it runs on a connection of the client's own, which it marks for good,
     // and the bytes flow raw only from SYNC or PSYNC on. So a SYNC the proxy refuses after

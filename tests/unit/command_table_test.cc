@@ -75,13 +75,8 @@ TEST(CommandTableTest, Flags) {
 }
 
 const Route& RouteOf(std::string_view name) {
-  const size_t bar = name.find('|');
-  const CommandInfo* info = LookupCommand(name.substr(0, bar));
+  const CommandInfo* info = LookupFullName(name);
   EXPECT_NE(info, nullptr) << name;
-  if (info != nullptr && bar != std::string_view::npos) {
-    info = LookupSubcommand(*info, name.substr(bar + 1));
-    EXPECT_NE(info, nullptr) << name;
-  }
   static const Route kMissing{};
   return info != nullptr ? info->route : kMissing;
 }
@@ -150,6 +145,16 @@ TEST(CommandTableTest, RouteEffectsAndTraits) {
     EXPECT_TRUE(RouteOf(name).traits & kTraitFilterKey) << name;
   }
   EXPECT_FALSE(RouteOf("get").traits & kTraitFilterKey);
+}
+
+TEST(CommandTableTest, FullNames) {
+  ASSERT_NE(LookupFullName("Client|GetName"), nullptr);
+  EXPECT_EQ(LookupFullName("Client|GetName")->name, "client|getname");
+  EXPECT_EQ(LookupFullName("get")->name, "get");
+  EXPECT_EQ(LookupFullName("client"), LookupCommand("client"));
+  EXPECT_EQ(LookupFullName("client|nosuch"), nullptr);
+  EXPECT_EQ(LookupFullName("get|x"), nullptr);
+  EXPECT_EQ(LookupFullName("nosuch|id"), nullptr);
 }
 
 TEST(CommandTableTest, UnknownNames) {

@@ -18,13 +18,8 @@ namespace bloomproxy::protocol {
 namespace {
 
 const Route& RouteOf(std::string_view name) {
-  const size_t bar = name.find('|');
-  const CommandInfo* info = LookupCommand(name.substr(0, bar));
+  const CommandInfo* info = LookupFullName(name);
   EXPECT_NE(info, nullptr) << name;
-  if (info != nullptr && bar != std::string_view::npos) {
-    info = LookupSubcommand(*info, name.substr(bar + 1));
-    EXPECT_NE(info, nullptr) << name;
-  }
   static const Route kMissing{};
   return info != nullptr ? info->route : kMissing;
 }
