@@ -81,6 +81,7 @@ constexpr Effect kReplyMode = Effect::kReplyMode;
 constexpr Effect kBlockOption = Effect::kBlockOption;
 constexpr Effect kWait = Effect::kWait;
 constexpr Effect kUnblock = Effect::kUnblock;
+constexpr Effect kUnknownSub = Effect::kUnknownSub;
 constexpr InMulti kQueue = InMulti::kQueue;
 constexpr InMulti kTrack = InMulti::kTrack;
 constexpr InMulti kAtExec = InMulti::kAtExec;

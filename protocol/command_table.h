@@ -102,6 +102,8 @@ enum class Effect : uint8_t {
   kReplyMode,    // CLIENT REPLY ON|OFF|SKIP
   kBlockOption,  // XREAD, XREADGROUP: dedicated only with the BLOCK option
   kUnblock,      // CLIENT UNBLOCK names a proxy client: the upstream knows it by another id
+  kUnknownSub,   // CLIENT with a subcommand Redis 7.0 does not have (CLIENT NO-TOUCH, ...):
+                 // taken to change its connection, which the client keeps for good
   kWait,         // WAIT counts the replicas that acknowledged its connection's last write: a
                  // connection of its own must first run a command to be up to date
 };

@@ -309,12 +309,13 @@ size_t Client::MaxInFlight() const {
 
 bool Client::NeedsPin() const {
   return in_multi_ || watching_ || monitor_ || tracking_ || db_ != 0 || in_pubsub() ||
-         subscribing_ > 0 || no_evict_ || readonly_ || asking_ || tunnel_ || replica_handshake_;
+         subscribing_ > 0 || no_evict_ || readonly_ || asking_ || tunnel_ || replica_handshake_ ||
+         unknown_state_;
 }
 
 void Client::ClearConnectionState() {
   in_multi_ = watching_ = monitor_ = tracking_ = no_evict_ = readonly_ = asking_ = false;
-  replica_handshake_ = false;
+  replica_handshake_ = unknown_state_ = false;
   db_ = channels_ = patterns_ = shard_channels_ = 0;
   subscribing_ = 0;
   queued_ = 0;

@@ -359,6 +359,7 @@ class Client {
   bool no_evict_ = false;           // CLIENT NO-EVICT on
   bool readonly_ = false;           // READONLY
   bool asking_ = false;             // ASKING sent, its command not yet
+  bool unknown_state_ = false;      // a CLIENT subcommand the proxy does not know went upstream
   bool tunnel_ = false;             // raw bytes both ways on pinned_ (tunnel.cc)
   bool replica_handshake_ = false;  // REPLCONF answered on pinned_, a tunnel to come
   uint64_t tracking_redirect_ = 0;  // proxy client id named by CLIENT TRACKING ... REDIRECT

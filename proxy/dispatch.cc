@@ -314,6 +314,12 @@ bool Client::PrepareEffect(const Command& cmd, const Route& route, const Command
     case Effect::kWait:
       out->up_to_date = true;
       break;
+    case Effect::kUnknownSub:
+      // Not answered here, unknown to Redis 7.0's table: a newer server's connection state
+      // (CLIENT NO-TOUCH ON) must not land on a shared connection. The client keeps a
+      // connection of its own, never reused, until it leaves or sends RESET.
+      out->own_conn = true;
+      break;
     case Effect::kNone:
     case Effect::kUnblock:
     case Effect::kReplyMode:
@@ -395,6 +401,10 @@ void Client::ApplyDispatchState(Effect effect, const Outgoing& out) {
       // Later commands of the pipeline go to the monitor's connection, and QUIT and RESET after
       // its lines (the reply confirms it, or takes it back).
       monitor_ = true;
+      break;
+    case Effect::kUnknownSub:
+      unknown_state_ = true;
+      if (pinned_ != nullptr) pinned_->mark_dirty();
       break;
     default:
       break;
