@@ -159,6 +159,8 @@ class Client {
   bool has_pending() const { return !replies_.empty() || !out_.empty(); }
   std::string InfoLine() const;
   bool in_pubsub() const { return channels_ + patterns_ + shard_channels_ > 0; }
+  // SYNC or PSYNC went through its tunnel: Redis counts it as a replica (CLIENT LIST/KILL TYPE).
+  bool is_replica() const { return replica_; }
 
  private:
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
@@ -359,6 +361,7 @@ class Client {
   bool no_evict_ = false;           // CLIENT NO-EVICT on
   bool readonly_ = false;           // READONLY
   bool asking_ = false;             // ASKING sent, its command not yet
+  bool replica_ = false;            // SYNC or PSYNC passed through the tunnel
   bool unknown_state_ = false;      // a CLIENT subcommand the proxy does not know went upstream
   bool tunnel_ = false;             // raw bytes both ways on pinned_ (tunnel.cc)
   bool replica_handshake_ = false;  // REPLCONF answered on pinned_, a tunnel to come

@@ -43,8 +43,9 @@ bool ParseClientType(std::string_view t, std::string* out) {
 // The proxy's clients are "normal" or, while subscribed, "pubsub"; never master or replica.
 bool MatchesClientType(const Client& c, const std::string& type) {
   if (type.empty()) return true;
-  if (type == "normal") return !c.in_pubsub();
-  if (type == "pubsub") return c.in_pubsub();
+  if (type == "normal") return !c.in_pubsub() && !c.is_replica();
+  if (type == "pubsub") return c.in_pubsub() && !c.is_replica();
+  if (type == "replica" || type == "slave") return c.is_replica();
   return false;
 }
 
@@ -471,6 +472,7 @@ std::string Client::InfoLine() const {
   if (in_multi_) flags += 'x';
   if (in_pubsub()) flags += 'P';
   if (monitor_) flags += 'O';
+  if (replica_) flags += 'S';
   if (tracking_) flags += 't';
   if (flags.empty()) flags = "N";
   const int fd = [&] {

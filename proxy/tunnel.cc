@@ -88,6 +88,7 @@ Client::Dispatched Client::EnterTunnel(const Command& cmd) {
   // Whatever state the connection held (a transaction, a db) is the upstream's business now.
   ClearConnectionState();
   tunnel_ = true;
+  replica_ = IsSync(cmd);
   pinned_->StartTunnel();
   pinned_->Send(RequestBytes(cmd), nullptr);
   return Dispatched::kDone;
@@ -117,6 +118,7 @@ void Client::ForwardToTunnel(const Command& cmd) {
   }
   last_cmd_ = sub ? sub->name : info ? info->name : std::string_view("NULL");
   ++server_->stats().commands_processed;
+  if (IsSync(cmd)) replica_ = true;
   conn->Send(RequestBytes(cmd), nullptr);
   if (conn->pending_output() > static_cast<size_t>(server_->options().client_output_pause)) {
     Pause(kPauseTunnel);
