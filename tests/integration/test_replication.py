@@ -873,3 +873,21 @@ def test_slow_sync_reader_behind_a_small_output_pause(proxy, redis_instance, red
     wait_no_replicas(redis_instance)
     check_rdb(rdb, redis_factory, tmp_path, "paused", 50)
     assert_log_clean(p)
+
+
+def test_a_syncing_client_is_a_replica_for_client_list_and_kill(bp, redis_instance):
+    """Once SYNC went through its tunnel, CLIENT LIST TYPE replica shows the client (flags=S)
+    and TYPE normal does not; CLIENT KILL TYPE replica closes it, as Redis does with replicas."""
+    no_diskless_delay(redis_instance)
+    with RawConn(bp.port, timeout=20) as r, bp.raw() as c:
+        r.send(cmd("SYNC"))
+        read_sync_header(r)
+        listed = c.command("CLIENT", "LIST", "TYPE", "replica")
+        assert listed.count(b"\n") == 1 and b" flags=S " in listed, listed
+        replica_id = int(listed.split(b" ")[0].split(b"=")[1])
+        normal = c.command("CLIENT", "LIST", "TYPE", "normal")
+        assert b"id=%d " % replica_id not in normal
+        assert c.command("CLIENT", "KILL", "TYPE", "replica") == 1
+        r.read_until_eof(5)  # the rest of the RDB, then the close (AssertionError if none)
+    wait_no_replicas(redis_instance)
+    assert_log_clean(bp)
