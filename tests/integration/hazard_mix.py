@@ -239,9 +239,10 @@ class Hazards:
 
 
 def run_mix(port, seconds, hazard_clients=6, load_clients=4, seed=None, max_stall=2.0,
-            actions=None):
+            actions=None, bf=True):
     """Runs the mix for `seconds`; returns a dict (load batches, longest stall, actions run per
-    name, failures). Raises AssertionError when a load client was disturbed or an action got a
+    name, failures); `bf`: the load also runs BF.ADD/BF.EXISTS (not against a plain Redis).
+    Raises AssertionError when a load client was disturbed or an action got a
     wrong reply."""
     rng_seed = seed if seed is not None else random.randrange(1 << 30)
     names = actions or Hazards.ACTIONS
@@ -265,7 +266,7 @@ def run_mix(port, seconds, hazard_clients=6, load_clients=4, seed=None, max_stal
                 with lock:
                     counts[name] += 1
 
-        with Load(port, clients=load_clients, prefix="hzload", bf=True) as load:
+        with Load(port, clients=load_clients, prefix="hzload", bf=bf) as load:
             threads = [threading.Thread(target=worker, args=(i,), daemon=True)
                        for i in range(hazard_clients)]
             for t in threads:
