@@ -225,10 +225,26 @@ class Client {
   // in Redis's order. True when the command was answered (refused).
   bool Refused(const protocol::Command& cmd, const protocol::CommandInfo* info,
                const protocol::CommandInfo* sub, std::string_view name);
+  Dispatched HandleQuit(const protocol::Command& cmd);
+  // The command table's rule for a command that passed Redis's checks.
+  Dispatched RouteCommand(const protocol::Command& cmd, const protocol::CommandInfo* info,
+                          const protocol::CommandInfo* sub, std::string_view name);
+  // BF.* commands, commands the proxy answers, and tunnels; kForward for the rest.
+  Dispatched HandleHere(const protocol::Command& cmd, const protocol::Route& route,
+                        const protocol::CommandInfo* info, std::string_view name);
+  // INFO gets the proxy's section, COMMAND the BF.* entries.
+  void AddCompletionHook(const protocol::Command& cmd, std::string_view name, Outgoing* out);
   // The effect of a command on connection state: how it goes upstream. False when it was
   // answered here (SELECT 0).
   bool PrepareEffect(const protocol::Command& cmd, const protocol::Route& route,
                      const protocol::CommandInfo* info, Outgoing* out);
+  bool SelectEffect(const protocol::Command& cmd, Outgoing* out);
+  void SubscribeEffect(const protocol::Command& cmd, protocol::Effect effect, std::string_view name,
+                       Outgoing* out);
+  void PauseEffect(const protocol::Command& cmd, Outgoing* out);
+  // Which connection it needs: its own (dedicated rows, writes during a known pause) or not.
+  void PrepareConnection(const protocol::Route& route, const protocol::CommandInfo* info,
+                         Outgoing* out);
   // Sends `cmd` (or out.rewritten) on the connection the command needs.
   Dispatched SendUpstream(const protocol::Command& cmd, Outgoing& out);
   // The connection for a command: the client's own one, a new own one (own_conn), or its

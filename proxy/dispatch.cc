@@ -71,21 +71,7 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   last_cmd_ = sub ? sub->name : info ? info->name : std::string_view("NULL");
   if (in_multi_) ++multi_count_;
 
-  if (name == "quit") {
-    // Redis answers QUIT before anything else, authenticated or not, and closes after it.
-    input_closed_ = true;
-    Pause(kPauseClosing);
-    if (pinned_ != nullptr && (monitor_ || in_pubsub() || subscribing_ > 0)) {
-      // Monitor lines or messages may still come before the upstream runs QUIT: its +OK
-      // comes after them.
-      Pending* p = NewUpstreamSlot(pinned_);
-      p->close_after = true;
-      pinned_->Send(RequestBytes(cmd), p);
-      return Dispatched::kStop;
-    }
-    ReplyLocal("+OK\r\n", /*close_after=*/true);
-    return Dispatched::kStop;
-  }
+  if (name == "quit") return HandleQuit(cmd);
   if (info != nullptr && info->route.conn == Conn::kCloseClient) {
     // Redis treats these as an HTTP request sent to a Redis port and closes silently.
     LOG_WARNING(
@@ -102,7 +88,27 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     }
     return HandleReset(cmd);
   }
+  return RouteCommand(cmd, info, sub, name);
+}
 
+Client::Dispatched Client::HandleQuit(const Command& cmd) {
+  // Redis answers QUIT before anything else, authenticated or not, and closes after it.
+  input_closed_ = true;
+  Pause(kPauseClosing);
+  if (pinned_ != nullptr && (monitor_ || in_pubsub() || subscribing_ > 0)) {
+    // Monitor lines or messages may still come before the upstream runs QUIT: its +OK comes
+    // after them.
+    Pending* p = NewUpstreamSlot(pinned_);
+    p->close_after = true;
+    pinned_->Send(RequestBytes(cmd), p);
+    return Dispatched::kStop;
+  }
+  ReplyLocal("+OK\r\n", /*close_after=*/true);
+  return Dispatched::kStop;
+}
+
+Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* info,
+                                        const CommandInfo* sub, std::string_view name) {
   const Route route = sub ? sub->route : info ? info->route : Route{};
   if (pinned_ != nullptr && in_multi_ && route.effect != Effect::kExec &&
       route.effect != Effect::kDiscard && route.effect != Effect::kMulti &&
@@ -120,52 +126,15 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     return Dispatched::kRetryLater;
   }
   if (!upstream_decides) {
-    if (server_->bf_emulate()) {
-      Dispatched d = HandleFilterCommand(cmd);
-      if (d != Dispatched::kForward) return d;
-    }
-    if (route.conn == Conn::kLocal && !(pinned_ != nullptr && (name == "ping" || name == "echo"))) {
-      // (PING and ECHO on a pinned connection are forwarded, in order with its replies.)
-      if (info != nullptr && !protocol::ArityOk(*info, cmd.args.size())) {
-        ReplyLocal(errors::WrongArity(cmd.args[0]));
-        return Dispatched::kDone;
-      }
-      if (inflight_ > 0 && name != "ping" && name != "echo" && name != "info") {
-        // Its answer describes the connection as the commands before it leave it (CLIENT INFO
-        // after SELECT, CLIENT GETNAME after a transaction that set it): it waits for them.
-        Pause(kPauseBarrier);
-        return Dispatched::kRetryLater;
-      }
-      Dispatched d = HandleLocal(cmd, name);
-      if (d != Dispatched::kForward) return d;
-    }
-    if (route.conn == Conn::kTunnel) return EnterTunnel(cmd);
+    const Dispatched d = HandleHere(cmd, route, info, name);
+    if (d != Dispatched::kForward) return d;
   }
-
   Outgoing out;
   if (!PrepareEffect(cmd, route, info, &out)) return Dispatched::kDone;
   if (!upstream_decides && server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey)) {
     RewriteKeyCommand(cmd, &out.rewritten);
   }
-  if (name == "info" && InfoWantsProxySection(cmd)) {
-    out.hook = Hook::kInfo;
-  } else if (name == "command" && server_->bf_emulate()) {
-    if (cmd.args.size() == 1 || (cmd.args.size() == 2 && IEquals(cmd.args[1], "list"))) {
-      out.hook = Hook::kCommandAll;
-    } else if (cmd.args.size() == 2 && IEquals(cmd.args[1], "count")) {
-      out.hook = Hook::kCommandCount;
-    } else if (cmd.args.size() > 2 && IEquals(cmd.args[1], "info")) {
-      // The upstream answers nil for the BF.* names; their entries replace those nils.
-      for (size_t i = 2; i < cmd.args.size() && i < 64 + 2; ++i) {
-        filters::BfCommand bf;
-        if (filters::LookupBfCommand(cmd.args[i], &bf)) out.arg |= int64_t{1} << (i - 2);
-      }
-      if (out.arg != 0) {
-        out.hook = Hook::kCommandInfo;
-        bf_names_.assign(cmd.args.begin() + 2, cmd.args.end());
-      }
-    }
-  }
+  AddCompletionHook(cmd, name, &out);
   if (!upstream_decides && route.effect == Effect::kUnblock && cmd.args.size() > 2) {
     return SendWithUpstreamId(cmd, 2, out);
   }
@@ -177,6 +146,54 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     return Dispatched::kRetryLater;
   }
   return SendUpstream(cmd, out);
+}
+
+Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
+                                      const CommandInfo* info, std::string_view name) {
+  if (server_->bf_emulate()) {
+    Dispatched d = HandleFilterCommand(cmd);
+    if (d != Dispatched::kForward) return d;
+  }
+  if (route.conn == Conn::kLocal && !(pinned_ != nullptr && (name == "ping" || name == "echo"))) {
+    // (PING and ECHO on a pinned connection are forwarded, in order with its replies.)
+    if (info != nullptr && !protocol::ArityOk(*info, cmd.args.size())) {
+      ReplyLocal(errors::WrongArity(cmd.args[0]));
+      return Dispatched::kDone;
+    }
+    if (inflight_ > 0 && name != "ping" && name != "echo" && name != "info") {
+      // Its answer describes the connection as the commands before it leave it (CLIENT INFO
+      // after SELECT, CLIENT GETNAME after a transaction that set it): it waits for them.
+      Pause(kPauseBarrier);
+      return Dispatched::kRetryLater;
+    }
+    Dispatched d = HandleLocal(cmd, name);
+    if (d != Dispatched::kForward) return d;
+  }
+  if (route.conn == Conn::kTunnel) return EnterTunnel(cmd);
+  return Dispatched::kForward;
+}
+
+void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoing* out) {
+  if (name == "info" && InfoWantsProxySection(cmd)) {
+    out->hook = Hook::kInfo;
+    return;
+  }
+  if (name != "command" || !server_->bf_emulate()) return;
+  if (cmd.args.size() == 1 || (cmd.args.size() == 2 && IEquals(cmd.args[1], "list"))) {
+    out->hook = Hook::kCommandAll;
+  } else if (cmd.args.size() == 2 && IEquals(cmd.args[1], "count")) {
+    out->hook = Hook::kCommandCount;
+  } else if (cmd.args.size() > 2 && IEquals(cmd.args[1], "info")) {
+    // The upstream answers nil for the BF.* names; their entries replace those nils.
+    for (size_t i = 2; i < cmd.args.size() && i < 64 + 2; ++i) {
+      filters::BfCommand bf;
+      if (filters::LookupBfCommand(cmd.args[i], &bf)) out->arg |= int64_t{1} << (i - 2);
+    }
+    if (out->arg != 0) {
+      out->hook = Hook::kCommandInfo;
+      bf_names_.assign(cmd.args.begin() + 2, cmd.args.end());
+    }
+  }
 }
 
 bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandInfo* sub,
@@ -247,35 +264,17 @@ bool Client::PrepareEffect(const Command& cmd, const Route& route, const Command
       out->arg = static_cast<int64_t>(multi_seq_);
       break;
     case Effect::kWatch:
-      out->own_conn = true;
-      out->hook = Hook::kWatch;
+    case Effect::kUnwatch:
+      out->own_conn = route.effect == Effect::kWatch;
+      out->hook = route.effect == Effect::kWatch ? Hook::kWatch : Hook::kUnwatch;
       out->arg = watching_;
       break;
-    case Effect::kUnwatch:
-      out->hook = Hook::kUnwatch;
-      break;
-    case Effect::kSelect: {
-      int64_t db = 0;
-      if (argc == 2 && protocol::StringToInt64(cmd.args[1], &db)) {
-        if (db == 0 && pinned_ == nullptr) {
-          ReplyLocal("+OK\r\n");
-          return false;
-        }
-        out->own_conn = db != 0;
-        out->hook = Hook::kSelect;
-        out->arg = db;
-      }
-      break;
-    }
+    case Effect::kSelect:
+      return SelectEffect(cmd, out);
     case Effect::kSubscribe:
-    case Effect::kUnsubscribe: {
-      const std::string_view n = info->name;  // lower case
-      out->sub_kind = n[0] == 'p' ? 1 : (n == "ssubscribe" || n == "sunsubscribe") ? 2 : 0;
-      out->hook = Hook::kSubscribe;
-      out->frames = argc > 1 ? static_cast<int32_t>(argc - 1) : -1;
-      out->own_conn = route.effect == Effect::kSubscribe;
+    case Effect::kUnsubscribe:
+      SubscribeEffect(cmd, route.effect, info->name, out);
       break;
-    }
     case Effect::kTracking:
       // CLIENT TRACKING and CACHING belong to the connection that ran them.
       out->own_conn = true;
@@ -285,26 +284,16 @@ bool Client::PrepareEffect(const Command& cmd, const Route& route, const Command
       }
       break;
     case Effect::kNoEvict:
-      out->hook = Hook::kNoEvict;
-      out->arg = argc > 2 && IEquals(cmd.args[2], "on") ? 1 : 0;
-      out->own_conn = out->arg == 1;
-      break;
     case Effect::kReadonly:
     case Effect::kReadwrite:
-      out->hook = Hook::kReadonly;
-      out->arg = route.effect == Effect::kReadonly ? 1 : 0;
+      out->hook = route.effect == Effect::kNoEvict ? Hook::kNoEvict : Hook::kReadonly;
+      out->arg = route.effect == Effect::kNoEvict ? (argc > 2 && IEquals(cmd.args[2], "on"))
+                                                  : route.effect == Effect::kReadonly;
       out->own_conn = out->arg == 1;
       break;
-    case Effect::kPause: {
-      // CLIENT PAUSE timeout [WRITE|ALL]; the upstream validates, +OK starts the pause.
-      int64_t ms = 0;
-      if (argc >= 3 && protocol::StringToInt64(cmd.args[2], &ms) && ms >= 0) {
-        out->hook = Hook::kPause;
-        out->arg = ms;
-        out->sub_kind = argc > 3 && IEquals(cmd.args[3], "write") ? 1 : 0;
-      }
+    case Effect::kPause:
+      PauseEffect(cmd, out);
       break;
-    }
     case Effect::kUnpause:
       out->hook = Hook::kUnpause;
       break;
@@ -325,6 +314,44 @@ bool Client::PrepareEffect(const Command& cmd, const Route& route, const Command
     case Effect::kReplyMode:
       break;
   }
+  PrepareConnection(route, info, out);
+  return true;
+}
+
+bool Client::SelectEffect(const Command& cmd, Outgoing* out) {
+  int64_t db = 0;
+  if (cmd.args.size() == 2 && protocol::StringToInt64(cmd.args[1], &db)) {
+    if (db == 0 && pinned_ == nullptr) {
+      ReplyLocal("+OK\r\n");  // already there: no connection of its own needed
+      return false;
+    }
+    out->own_conn = db != 0;
+    out->hook = Hook::kSelect;
+    out->arg = db;
+  }
+  return true;  // (an invalid db: the upstream's error)
+}
+
+void Client::SubscribeEffect(const Command& cmd, Effect effect, std::string_view name,
+                             Outgoing* out) {
+  // One reply per channel, or per subscription held when UNSUBSCRIBE names none (-1).
+  out->sub_kind = name[0] == 'p' ? 1 : (name == "ssubscribe" || name == "sunsubscribe") ? 2 : 0;
+  out->hook = Hook::kSubscribe;
+  out->frames = cmd.args.size() > 1 ? static_cast<int32_t>(cmd.args.size() - 1) : -1;
+  out->own_conn = effect == Effect::kSubscribe;
+}
+
+void Client::PauseEffect(const Command& cmd, Outgoing* out) {
+  // CLIENT PAUSE timeout [WRITE|ALL]; the upstream validates, +OK starts the pause.
+  int64_t ms = 0;
+  if (cmd.args.size() >= 3 && protocol::StringToInt64(cmd.args[2], &ms) && ms >= 0) {
+    out->hook = Hook::kPause;
+    out->arg = ms;
+    out->sub_kind = cmd.args.size() > 3 && IEquals(cmd.args[3], "write") ? 1 : 0;
+  }
+}
+
+void Client::PrepareConnection(const Route& route, const CommandInfo* info, Outgoing* out) {
   if (route.conn == Conn::kDedicated) out->own_conn = true;
   out->stalls = (route.traits & protocol::kTraitStallsServer) != 0;
   out->writes = info != nullptr && ((info->flags & protocol::kFlagWrite) ||
@@ -335,7 +362,6 @@ bool Client::PrepareEffect(const Command& cmd, const Route& route, const Command
     // would hold back every read queued behind it.
     out->own_conn = true;
   }
-  return true;
 }
 
 UpstreamConn* Client::TargetFor(bool own_conn, Dispatched* result, bool* acquired) {
