@@ -1,0 +1,154 @@
+// The items' bits, for the BF plan (bf_plan_state.h): where an item's bits are in a link's
+// shards, the BITFIELD (set) and BITFIELD_RO (read) commands that reach them grouped by shard,
+// the STRLEN checks that the shards they touch have their size, and reading an item's bits
+// back from the replies. Adding, BF.EXISTS and BF.LOADCHUNK use them.
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "filters/bf_plan_state.h"
+#include "filters/bloom.h"
+#include "filters/plan_requests.h"
+#include "protocol/encoder.h"
+
+namespace bloomproxy::filters::bf_plan_internal {
+
+// Bit offsets of item `item` in link `link`: appends (shard, offset in the shard).
+void BfPlan::ItemOffsets(size_t item, size_t link,
+                         std::vector<std::pair<uint64_t, uint64_t>>* out) {
+  if (hashes_.size() != items_.size()) {
+    hashes_.resize(items_.size());
+    hashed_.assign(items_.size(), false);
+  }
+  if (!hashed_[item]) {
+    hashes_[item] = HashItem(items_[item]);
+    hashed_[item] = true;
+  }
+  const LinkParams& p = meta_->links[link];
+  const uint64_t shard_bits = meta_->shard_bytes * 8;
+  for (uint32_t i = 0; i < p.k; ++i) {
+    const uint64_t offset = RedisBitOffset(BitPosition(hashes_[item], i, p.bits));
+    out->emplace_back(offset / shard_bits, offset % shard_bits);
+  }
+}
+
+// BitOps (bf_plan_state.h): where each item's bits are in the replies of a set of BITFIELD
+// commands.
+
+// The ops of one BITFIELD (SET u1 <off> 1 per bit) or BITFIELD_RO (GET u1 <off>) per shard
+// of `link` that `items` touch, in item order.
+void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops) {
+  std::vector<std::pair<uint64_t, uint64_t>> offs;
+  ops->shards.clear();
+  ops->ops.clear();
+  ops->k = meta_->links[link].k;
+  ops->command.clear();
+  ops->index.clear();
+  ops->offsets.clear();
+  ops->command.reserve(items.size() * ops->k);
+  ops->index.reserve(items.size() * ops->k);
+  ops->offsets.reserve(items.size() * ops->k);
+  for (size_t j = 0; j < items.size(); ++j) {
+    offs.clear();
+    ItemOffsets(items[j], link, &offs);
+    for (const auto& [shard, off] : offs) {
+      size_t c = 0;
+      while (c < ops->shards.size() && ops->shards[c] != shard) ++c;
+      if (c == ops->shards.size()) {
+        ops->shards.push_back(shard);
+        ops->ops.push_back(0);
+      }
+      ops->command.push_back(static_cast<uint32_t>(c));
+      ops->index.push_back(ops->ops[c]++);
+      ops->offsets.push_back(off);
+    }
+  }
+}
+
+// STRLEN of shards of `link`: each must have the size it was created with. A shard deleted
+// or overwritten would otherwise read as zeros (BITFIELD_RO of a missing key), and BITFIELD
+// would create it anew, small, answering "new" for items the filter had.
+void BfPlan::AddShardLengths(Requests* req, size_t link,
+                             const std::vector<uint64_t>& shards) const {
+  for (uint64_t s : shards) {
+    req->Add({"STRLEN", meta_->BitsKey(link, s)});
+    ReplyCheck& c = req->Last();
+    c.kind = ReplyCheck::Kind::kLength;
+    c.role = ReplyCheck::Role::kShard;
+    c.link = static_cast<uint32_t>(link);
+    c.shard = s;
+    c.n = ShardSize(*meta_, link, s);
+  }
+}
+
+// The BITFIELD (set) or BITFIELD_RO commands of `ops`; each must answer an array of its
+// ops' bits.
+void BfPlan::AddBitfields(Requests* req, size_t link, bool set, BitOps* ops) {
+  // Encoded straight to RESP, one append per op: a batch may carry thousands of ops.
+  ops->first = req->count();
+  std::string out;
+  // "$3\r\nSET\r\n$2\r\nu1\r\n$<d>\r\n<offset>\r\n$1\r\n1\r\n"; an offset in a shard has
+  // at most 10 digits (shards are under 512 MB).
+  const std::string_view head = set ? "$3\r\nSET\r\n$2\r\nu1\r\n$" : "$3\r\nGET\r\n$2\r\nu1\r\n$";
+  char op[64];
+  std::memcpy(op, head.data(), head.size());
+  for (size_t c = 0; c < ops->shards.size(); ++c) {
+    out.clear();
+    out.reserve(64 + ops->ops[c] * 40);
+    protocol::AppendArrayHeader(&out, 2 + static_cast<int64_t>(ops->ops[c]) * (set ? 4 : 3));
+    protocol::AppendBulk(&out, set ? "BITFIELD" : "BITFIELD_RO");
+    protocol::AppendBulk(&out, meta_->BitsKey(link, ops->shards[c]));
+    for (size_t x = 0; x < ops->offsets.size(); ++x) {
+      if (ops->command[x] != c) continue;
+      char digits[24];
+      const auto res = std::to_chars(digits, digits + sizeof(digits), ops->offsets[x]);
+      const size_t n = static_cast<size_t>(res.ptr - digits);
+      char* p = op + head.size();
+      if (n >= 10) *p++ = static_cast<char>('0' + n / 10);
+      *p++ = static_cast<char>('0' + n % 10);
+      *p++ = '\r';
+      *p++ = '\n';
+      std::memcpy(p, digits, n);
+      p += n;
+      *p++ = '\r';
+      *p++ = '\n';
+      if (set) {
+        std::memcpy(p, "$1\r\n1\r\n", 7);
+        p += 7;
+      }
+      out.append(op, static_cast<size_t>(p - op));
+    }
+    req->AddEncoded(out, set ? "BITFIELD" : "BITFIELD_RO");
+    ReplyCheck& check = req->Last();
+    check.kind = ReplyCheck::Kind::kBits;
+    check.role = ReplyCheck::Role::kShard;
+    check.link = static_cast<uint32_t>(link);
+    check.shard = ops->shards[c];
+    check.n = ops->ops[c];
+  }
+}
+
+// STRLEN of the shards `items` touch in `link`, then their BITFIELD commands.
+void BfPlan::AddBitReads(Requests* req, size_t link, const std::vector<size_t>& items,
+                         BitOps* ops) {
+  PlanBits(link, items, ops);
+  AddShardLengths(req, link, ops->shards);
+  AddBitfields(req, link, /*set=*/false, ops);
+}
+
+// True when every bit of the j-th item reads 1 (GET's value, or SET's old value). The
+// replies were checked (kBits).
+bool BfPlan::AllOnes(const BitOps& ops, size_t j, StepReplies& replies) {
+  for (size_t x = j * ops.k; x < (j + 1) * ops.k && x < ops.command.size(); ++x) {
+    const std::vector<int64_t>* values = replies.Ints(ops.first + ops.command[x]);
+    const size_t op = ops.index[x];
+    if (values == nullptr || op >= values->size() || (*values)[op] != 1) return false;
+  }
+  return true;
+}
+
+}  // namespace bloomproxy::filters::bf_plan_internal
