@@ -8,7 +8,26 @@ namespace bloomproxy::proxy {
 namespace {
 
 std::atomic<int64_t> g_stalling{0};
-std::atomic<int64_t> g_shared_writes{0};
+
+// Writes in flight on shared connections, counted per thread (every write command of every
+// loop counts: one counter for all would bounce between the cores) and summed when a CLIENT
+// PAUSE asks. A thread's count may go below zero when a slot dies on another thread; the sum
+// is right.
+struct alignas(64) WriteCount {
+  std::atomic<int64_t> n{0};
+};
+constexpr int kWriteCounts = 64;
+WriteCount g_write_counts[kWriteCounts];
+std::atomic<int> g_next_write_count{0};
+thread_local WriteCount* t_write_count = nullptr;
+
+WriteCount& ThisThreadsWrites() {
+  if (t_write_count == nullptr) {
+    t_write_count = &g_write_counts[g_next_write_count.fetch_add(1) % kWriteCounts];
+  }
+  return *t_write_count;
+}
+
 // The pause: until when (MonotonicMs), and whether only writes wait. 0 = none.
 std::atomic<uint64_t> g_pause_until{0};
 std::atomic<bool> g_pause_writes_only{false};
@@ -35,15 +54,31 @@ void UpstreamActivity::Unpaused() { g_pause_until.store(0); }
 
 bool UpstreamActivity::PauseActive(uint64_t now_ms) { return now_ms < g_pause_until.load(); }
 
-bool UpstreamActivity::WritesPaused(uint64_t now_ms) {
-  return PauseActive(now_ms) && g_pause_writes_only.load();
+bool UpstreamActivity::WritesPaused() {
+  // Every write asks: the clock is read only while a pause is known, and an ended one is
+  // forgotten.
+  uint64_t until = g_pause_until.load(std::memory_order_relaxed);
+  if (until == 0) return false;
+  if (MonotonicMs() >= until) {
+    g_pause_until.compare_exchange_strong(until, 0);
+    return false;
+  }
+  return g_pause_writes_only.load();
 }
 
-void UpstreamActivity::BeginSharedWrite() { g_shared_writes.fetch_add(1); }
+void UpstreamActivity::BeginSharedWrite() {
+  ThisThreadsWrites().n.fetch_add(1, std::memory_order_relaxed);
+}
 
-void UpstreamActivity::EndSharedWrite() { g_shared_writes.fetch_sub(1); }
+void UpstreamActivity::EndSharedWrite() {
+  ThisThreadsWrites().n.fetch_sub(1, std::memory_order_relaxed);
+}
 
-int64_t UpstreamActivity::SharedWrites() { return g_shared_writes.load(); }
+int64_t UpstreamActivity::SharedWrites() {
+  int64_t sum = 0;
+  for (const WriteCount& c : g_write_counts) sum += c.n.load(std::memory_order_relaxed);
+  return sum;
+}
 
 uint64_t UpstreamActivity::MonotonicMs() { return uv_hrtime() / 1000000; }
 

@@ -25,9 +25,9 @@ class UpstreamActivity {
   static void Unpaused();
   // A pause of any kind is in effect.
   static bool PauseActive(uint64_t now_ms);
-  // Writes are held back upstream (a WRITE pause; an ALL pause holds back everything, and then
-  // moving writes elsewhere helps nobody).
-  static bool WritesPaused(uint64_t now_ms);
+  // Writes are held back upstream now (a WRITE pause; an ALL pause holds back everything, and
+  // then moving writes elsewhere helps nobody).
+  static bool WritesPaused();
 
   // Writes in flight on shared connections (any loop). A CLIENT PAUSE WRITE waits until they
   // are answered before it goes upstream: one held there would hold every read queued behind

@@ -208,9 +208,10 @@ class Client {
     uint64_t id = 0;           // the kQueued slot's `arg`
     uint64_t transaction = 0;  // which MULTI it was queued in (multi_seq_)
     int64_t index = -1;        // its place in EXEC's reply (-1 until its +QUEUED arrives)
-    protocol::Effect effect = protocol::Effect::kNone;  // kTrack: the effect to apply
+    // kTrack: what its reply changes, as the hook it would have outside MULTI.
+    Hook hook = Hook::kNone;
     int64_t arg = 0;
-    bool writes_only = false;       // kPause: CLIENT PAUSE ... WRITE
+    uint8_t sub_kind = 0;
     std::vector<std::string> args;  // kAtExec: the command the proxy answers at EXEC
   };
 
@@ -221,6 +222,15 @@ class Client {
 
   // dispatch.cc
   Dispatched Dispatch(const protocol::Command& cmd);
+  // The command's name in lower case (in `buf`; empty when longer), its row in the command
+  // table and its subcommand's; sets last_cmd_.
+  void LookUp(const protocol::Command& cmd, char (&buf)[32], std::string_view* name,
+              const protocol::CommandInfo** info, const protocol::CommandInfo** sub);
+  // The user's command rules (proxy/acl.h) allow `cmd`; *full gets the name they judged
+  // (kept in *storage when it is not the table's or `name`).
+  bool RulesAllow(const protocol::Command& cmd, const protocol::CommandInfo* info,
+                  const protocol::CommandInfo* sub, std::string_view name, std::string* storage,
+                  std::string_view* full) const;
   // The checks Redis makes before it runs a command (deny-command, authentication, ACL rules),
   // in Redis's order. True when the command was answered (refused).
   bool Refused(const protocol::Command& cmd, const protocol::CommandInfo* info,
@@ -285,6 +295,9 @@ class Client {
 
   // reply_hooks.cc
   void ApplyHook(Pending* slot, std::string_view frame);
+  // The connection state a reply confirms (SELECT, CLIENT TRACKING/NO-EVICT/PAUSE/UNPAUSE,
+  // READONLY, MONITOR), for a slot's reply and for a queued command's place in EXEC's reply.
+  void ApplyStateReply(Hook hook, int64_t arg, uint8_t sub_kind, std::string_view reply);
   void ApplySubscriptionFrame(Pending* slot, std::string_view frame);
   std::string AddBfCommands(Hook hook, std::string_view frame);
   std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
@@ -296,7 +309,7 @@ class Client {
                           const protocol::CommandInfo* info, const protocol::CommandInfo* sub);
   // EXEC's reply with the proxy's answers in place and the queued effects applied.
   std::string CompleteExec(Pending* slot, std::string_view frame);
-  void ApplyQueuedEffect(const QueuedEntry& entry, std::string_view reply);
+
   std::string AnswerAtExec(const QueuedEntry& entry, bool* close_after);
 
   // tunnel.cc

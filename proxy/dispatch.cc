@@ -62,13 +62,10 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   }
   ++server_->stats().commands_processed;
   char name_buf[32];
-  std::string_view name = Lower(cmd.args[0], name_buf, sizeof(name_buf));
-  const CommandInfo* info = protocol::LookupCommand(cmd.args[0]);
+  std::string_view name;
+  const CommandInfo* info = nullptr;
   const CommandInfo* sub = nullptr;
-  if (info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1) {
-    sub = protocol::LookupSubcommand(*info, cmd.args[1]);
-  }
-  last_cmd_ = sub ? sub->name : info ? info->name : std::string_view("NULL");
+  LookUp(cmd, name_buf, &name, &info, &sub);
   if (in_multi_) ++multi_count_;
 
   if (name == "quit") return HandleQuit(cmd);
@@ -196,6 +193,17 @@ void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoi
   }
 }
 
+void Client::LookUp(const Command& cmd, char (&buf)[32], std::string_view* name,
+                    const CommandInfo** info, const CommandInfo** sub) {
+  *name = Lower(cmd.args[0], buf, sizeof(buf));
+  *info = protocol::LookupCommand(cmd.args[0]);
+  *sub = nullptr;
+  if (*info != nullptr && ((*info)->flags & protocol::kFlagContainer) && cmd.args.size() > 1) {
+    *sub = protocol::LookupSubcommand(**info, cmd.args[1]);
+  }
+  last_cmd_ = *sub ? (*sub)->name : *info ? (*info)->name : std::string_view("NULL");
+}
+
 bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandInfo* sub,
                      std::string_view name) {
   if (!server_->options().denied_commands.empty() && server_->Denied(name)) {
@@ -221,19 +229,9 @@ bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandI
     }
     return false;
   }
-  if (acl_ == nullptr || (info != nullptr && (info->flags & protocol::kFlagNoAuth) != 0)) {
-    return false;
-  }
-  // The user's command rules, checked where Redis checks ACLs: after existence, arity and
-  // authentication. AUTH, HELLO, RESET and QUIT are always allowed, as in Redis.
-  std::string lower;
-  std::string_view full = sub ? sub->name : name;
-  if (full.empty()) {
-    lower.assign(cmd.args[0]);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    full = lower;
-  }
-  if (acl_->Allows(full)) return false;
+  std::string storage;
+  std::string_view full;
+  if (RulesAllow(cmd, info, sub, name, &storage, &full)) return false;
   filters::BfCommand bf;
   if (info == nullptr && full.find('.') == std::string_view::npos &&
       !filters::LookupBfCommand(full, &bf)) {
@@ -243,6 +241,22 @@ bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandI
     Refuse(errors::NoPermission(full));
   }
   return true;
+}
+
+bool Client::RulesAllow(const Command& cmd, const CommandInfo* info, const CommandInfo* sub,
+                        std::string_view name, std::string* storage, std::string_view* full) const {
+  // Checked where Redis checks ACLs: after existence, arity and authentication. AUTH, HELLO,
+  // RESET and QUIT are always allowed, as in Redis.
+  if (acl_ == nullptr || (info != nullptr && (info->flags & protocol::kFlagNoAuth) != 0)) {
+    return true;
+  }
+  *full = sub != nullptr ? sub->name : name;
+  if (full->empty()) {  // longer than Lower's buffer: not a Redis command, a module's may be
+    storage->assign(cmd.args[0]);
+    for (char& c : *storage) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    *full = *storage;
+  }
+  return acl_->Allows(*full);
 }
 
 bool Client::PrepareEffect(const Command& cmd, const Route& route, const CommandInfo* info,
@@ -356,8 +370,7 @@ void Client::PrepareConnection(const Route& route, const CommandInfo* info, Outg
   out->stalls = (route.traits & protocol::kTraitStallsServer) != 0;
   out->writes = info != nullptr && ((info->flags & protocol::kFlagWrite) ||
                                     (route.traits & protocol::kTraitMayReplicate));
-  if (!out->own_conn && pinned_ == nullptr && out->writes &&
-      UpstreamActivity::WritesPaused(UpstreamActivity::MonotonicMs())) {
+  if (!out->own_conn && pinned_ == nullptr && out->writes && UpstreamActivity::WritesPaused()) {
     // The upstream holds writes back (CLIENT PAUSE WRITE): on a shared connection this one
     // would hold back every read queued behind it.
     out->own_conn = true;

@@ -86,8 +86,7 @@ bool Client::JoinsRunningBatches(const Command& cmd) const {
 UpstreamConn* Client::PlanConnection(bool writes, Dispatched* result) {
   // While the upstream holds writes back (CLIENT PAUSE WRITE), a writing plan on a shared
   // connection would hold back every read queued behind it.
-  const bool own = writes && pinned_ == nullptr &&
-                   UpstreamActivity::WritesPaused(UpstreamActivity::MonotonicMs());
+  const bool own = writes && pinned_ == nullptr && UpstreamActivity::WritesPaused();
   bool acquired = false;
   return TargetFor(own, result, &acquired);
 }

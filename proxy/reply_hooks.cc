@@ -142,39 +142,12 @@ std::string Client::FillBfCommandInfo(int64_t positions, std::string_view frame)
 void Client::ApplyHook(Pending* slot, std::string_view frame) {
   const bool ok = frame == "+OK\r\n";
   switch (slot->hook) {
-    case Hook::kSelect:
-      if (ok) db_ = slot->arg;
-      break;
     case Hook::kMulti:
       // Places in EXEC's reply count from here (the entries were started at dispatch).
       if (ok) queued_ = 0;
       break;
     case Hook::kWatch:
       if (!ok && slot->arg == 0 && !in_multi_) watching_ = false;
-      break;
-    case Hook::kMonitor:
-      monitor_ = ok;
-      break;
-    case Hook::kTracking:
-      if (ok) {
-        tracking_ = slot->arg != 0;
-        tracking_redirect_ = tracking_ ? pending_redirect_ : 0;
-      }
-      break;
-    case Hook::kNoEvict:
-      if (ok) no_evict_ = slot->arg != 0;
-      break;
-    case Hook::kReadonly:
-      if (ok) readonly_ = slot->arg != 0;
-      break;
-    case Hook::kPause:
-      if (ok) {
-        UpstreamActivity::Paused(UpstreamActivity::MonotonicMs(), static_cast<uint64_t>(slot->arg),
-                                 slot->sub_kind == 1);
-      }
-      break;
-    case Hook::kUnpause:
-      if (ok) UpstreamActivity::Unpaused();
       break;
     case Hook::kQueued:
       // Its place in EXEC's reply (queued_ already counts its own +QUEUED).
@@ -190,6 +163,42 @@ void Client::ApplyHook(Pending* slot, std::string_view frame) {
     case Hook::kReset:
       // The upstream reset the connection: no state is left on it.
       if (frame == "+RESET\r\n") ResetClientState();
+      break;
+    default:
+      ApplyStateReply(slot->hook, slot->arg, slot->sub_kind, frame);
+      break;
+  }
+}
+
+void Client::ApplyStateReply(Hook hook, int64_t arg, uint8_t sub_kind, std::string_view reply) {
+  const bool ok = reply == "+OK\r\n";
+  switch (hook) {
+    case Hook::kSelect:
+      if (ok) db_ = arg;
+      break;
+    case Hook::kMonitor:
+      monitor_ = ok;
+      break;
+    case Hook::kTracking:
+      if (ok) {
+        tracking_ = arg != 0;
+        tracking_redirect_ = tracking_ ? pending_redirect_ : 0;
+      }
+      break;
+    case Hook::kNoEvict:
+      if (ok) no_evict_ = arg != 0;
+      break;
+    case Hook::kReadonly:
+      if (ok) readonly_ = arg != 0;
+      break;
+    case Hook::kPause:
+      if (ok) {
+        UpstreamActivity::Paused(UpstreamActivity::MonotonicMs(), static_cast<uint64_t>(arg),
+                                 sub_kind == 1);
+      }
+      break;
+    case Hook::kUnpause:
+      if (ok) UpstreamActivity::Unpaused();
       break;
     default:
       break;

@@ -56,26 +56,12 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
     entry.args.assign(cmd.args.begin(), cmd.args.end());
     request = kPing;
   } else if (route.in_multi == InMulti::kTrack) {
-    entry.effect = route.effect;
-    const size_t argc = cmd.args.size();
-    switch (route.effect) {
-      case Effect::kSelect:
-        if (argc != 2 || !protocol::StringToInt64(cmd.args[1], &entry.arg)) {
-          entry.effect = Effect::kNone;  // the upstream rejects it
-        }
-        break;
-      case Effect::kNoEvict:
-        entry.arg = argc > 2 && IEquals(cmd.args[2], "on") ? 1 : 0;
-        break;
-      case Effect::kPause:
-        if (argc < 3 || !protocol::StringToInt64(cmd.args[2], &entry.arg) || entry.arg < 0) {
-          entry.effect = Effect::kNone;
-        }
-        entry.writes_only = argc > 3 && IEquals(cmd.args[3], "write");
-        break;
-      default:
-        break;
-    }
+    // The hook its reply would have outside MULTI, applied to its place in EXEC's reply.
+    Outgoing out;
+    PrepareEffect(cmd, route, info, &out);
+    entry.hook = out.hook;
+    entry.arg = out.arg;
+    entry.sub_kind = out.sub_kind;
   }
   Pending* p = NewUpstreamSlot(pinned_);
   p->queued = true;
@@ -119,40 +105,13 @@ std::string Client::CompleteExec(Pending* slot, std::string_view frame) {
     } else if (!entry->args.empty()) {
       out += AnswerAtExec(*entry, &close_after);
     } else {
-      ApplyQueuedEffect(*entry, element);
+      ApplyStateReply(entry->hook, entry->arg, entry->sub_kind, element);
       out.append(element);
     }
   }
   out.append(rest);
   if (close_after) slot->close_after = true;
   return out;
-}
-
-void Client::ApplyQueuedEffect(const QueuedEntry& entry, std::string_view reply) {
-  if (reply != "+OK\r\n") return;
-  switch (entry.effect) {
-    case Effect::kSelect:
-      db_ = entry.arg;
-      break;
-    case Effect::kNoEvict:
-      no_evict_ = entry.arg != 0;
-      break;
-    case Effect::kReadonly:
-      readonly_ = true;
-      break;
-    case Effect::kReadwrite:
-      readonly_ = false;
-      break;
-    case Effect::kPause:
-      UpstreamActivity::Paused(UpstreamActivity::MonotonicMs(), static_cast<uint64_t>(entry.arg),
-                               entry.writes_only);
-      break;
-    case Effect::kUnpause:
-      UpstreamActivity::Unpaused();
-      break;
-    default:
-      break;
-  }
 }
 
 std::string Client::AnswerAtExec(const QueuedEntry& entry, bool* close_after) {

@@ -96,18 +96,18 @@ Client::Dispatched Client::EnterTunnel(const Command& cmd) {
 
 void Client::ForwardToTunnel(const Command& cmd) {
   if (cmd.args.empty()) return;
-  std::string name(cmd.args[0]);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const protocol::CommandInfo* info = protocol::LookupCommand(name);
+  char name_buf[32];
+  std::string_view name;
+  const protocol::CommandInfo* info = nullptr;
   const protocol::CommandInfo* sub = nullptr;
-  if (info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1) {
-    sub = protocol::LookupSubcommand(*info, cmd.args[1]);
-  }
-  const bool no_auth = info != nullptr && (info->flags & protocol::kFlagNoAuth) != 0;
+  LookUp(cmd, name_buf, &name, &info, &sub);
+  std::string storage;
+  std::string_view full;
   const bool denied = !server_->options().denied_commands.empty() && server_->Denied(name);
-  if (denied || (acl_ != nullptr && !no_auth && !acl_->Allows(sub ? sub->name : name))) {
-    LOG_NOTICE("Client id=%llu addr=%s closed: '%s' refused inside a tunnel",
-               static_cast<unsigned long long>(id_), addr_.c_str(), name.c_str());
+  if (denied || !RulesAllow(cmd, info, sub, name, &storage, &full)) {
+    LOG_NOTICE("Client id=%llu addr=%s closed: '%.*s' refused inside a tunnel",
+               static_cast<unsigned long long>(id_), addr_.c_str(),
+               static_cast<int>(std::min<size_t>(cmd.args[0].size(), 64)), cmd.args[0].data());
     Close();
     return;
   }
@@ -116,7 +116,6 @@ void Client::ForwardToTunnel(const Command& cmd) {
     CloseWhenDrained();
     return;
   }
-  last_cmd_ = sub ? sub->name : info ? info->name : std::string_view("NULL");
   ++server_->stats().commands_processed;
   if (IsSync(cmd)) replica_ = true;
   conn->Send(RequestBytes(cmd), nullptr);

@@ -134,6 +134,8 @@ class UpstreamConn {
   static void OnConnectTimeout(uv_timer_t* t);
 
   void StartHandshake();
+  // A request was appended to the output: `slot` (if any) waits for its reply.
+  void Queued(Pending* slot);
   // Publishes the owner's entry in the PinRegistry (address and id as known now).
   void PublishOwner();
   void OnFrame(std::string_view frame);

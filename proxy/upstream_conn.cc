@@ -223,26 +223,22 @@ void UpstreamConn::StartHandshake() {
 
 void UpstreamConn::Send(std::string_view request_bytes, Pending* slot) {
   out_.pending().append(request_bytes);
+  Queued(slot);
+}
+
+void UpstreamConn::Send(std::string&& request_bytes, Pending* slot) {
+  if (!out_.pending().empty()) return Send(std::string_view(request_bytes), slot);
+  out_.pending().swap(request_bytes);
+  Queued(slot);
+}
+
+void UpstreamConn::Queued(Pending* slot) {
   if (slot != nullptr) {
     slot->in_flight = true;
     slot->sent_ms = server_->NowMs();
     inflight_.push_back(slot);
   }
   if (state_ == State::kReady) server_->QueueFlush(this);
-}
-
-void UpstreamConn::Send(std::string&& request_bytes, Pending* slot) {
-  if (out_.pending().empty()) {
-    out_.pending().swap(request_bytes);
-    if (slot != nullptr) {
-      slot->in_flight = true;
-      slot->sent_ms = server_->NowMs();
-      inflight_.push_back(slot);
-    }
-    if (state_ == State::kReady) server_->QueueFlush(this);
-    return;
-  }
-  Send(std::string_view(request_bytes), slot);
 }
 
 void UpstreamConn::Flush() {

@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from bp_helpers import RawConn, encode_command as cmd, parse_resp, wait_until
+from bp_helpers import Load, RawConn, encode_command as cmd, parse_resp, wait_until
 
 UNAVAILABLE = b"-ERR upstream unavailable"
 PROMPT = 1.0  # "at once": a reply Redis gives without waiting, seen through the proxy
@@ -89,7 +89,7 @@ def bulk(value):
     return b"$%d\r\n%s\r\n" % (len(value), value)
 
 
-class ModelLoad:
+class ModelLoad(Load):
     """`clients` threads, each on its own connection to `port`, sending pipelined batches of
     SET k v / GET k / INCR n on keys of its own (values embed the thread id and batch number)
     until stop(). Each thread keeps a model of what its keys may hold, so every reply is checked:
@@ -116,11 +116,7 @@ class ModelLoad:
         self.conns = []
         self._threads = []
 
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+    # (Load's __enter__, __exit__ and _problem; its own __init__, start, stop and _run.)
 
     def start(self):
         # Connected one after another from here, so they get the proxy's shared connections in
@@ -142,11 +138,6 @@ class ModelLoad:
         for c in self.conns:
             c.close()
         return self
-
-    def _problem(self, text):
-        with self._lock:
-            if len(self.problems) < 20:
-                self.problems.append(text)
 
     def _run(self, tid):
         conn = self.conns[tid]

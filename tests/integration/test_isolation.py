@@ -225,6 +225,19 @@ HAZARDS = [
 ]
 
 
+def run_variants(bp, redis_instance, variants, via):
+    """Runs every variant (payload, replies) on a connection of its own, each after a clean
+    upstream; their replies go to via[name]; nothing more may arrive on any of them."""
+    conns = []
+    for name, (payload, n) in variants.items():
+        clean(redis_instance)
+        c, via[name] = run(bp.port, payload, n)
+        conns.append((name, c))
+    assert_quiet(conns)
+    for _, c in conns:
+        c.close()
+
+
 @pytest.mark.parametrize("hz", HAZARDS, ids=[h.name for h in HAZARDS])
 def test_hazard_under_load_like_redis(bp, redis_instance, hz):
     """The hazard command alone (with follow-up commands that see its state), in the middle of
@@ -234,14 +247,7 @@ def test_hazard_under_load_like_redis(bp, redis_instance, hz):
     variants = hz.variants()
     via = {}
     with loaded(bp, max_stall=hz.max_stall):
-        conns = []
-        for name, (payload, n) in variants.items():
-            clean(redis_instance)
-            c, via[name] = run(bp.port, payload, n)
-            conns.append((name, c))
-        assert_quiet(conns)
-        for _, c in conns:
-            c.close()
+        run_variants(bp, redis_instance, variants, via)
         with bp.raw() as c:
             c.send(PING + hz.hazard + GET_X + cmd("SET", "hz:a", "gone"))
     assert_like_direct(redis_instance, variants, via)
@@ -368,14 +374,7 @@ def test_replconf_on_a_connection_of_its_own(bp, redis_instance, replconf, reply
     via = {}
     with loaded(bp) as load:
         base = len(upstream_clients(redis_instance))
-        conns = []
-        for name, (payload, n) in variants.items():
-            clean(redis_instance)
-            c, via[name] = run(bp.port, payload, n)
-            conns.append((name, c))
-        assert_quiet(conns)
-        for _, c in conns:
-            c.close()
+        run_variants(bp, redis_instance, variants, via)
 
         c, got = run(bp.port, hz + PING, 1 + bool(reply))
         with c:

@@ -65,41 +65,48 @@ std::vector<std::pair<std::string, std::string>> DocTable(const std::string& doc
   return rows;
 }
 
-TEST(RoutesDocTest, DocsSayWhatTheRowsSay) {
-  std::ifstream in(std::string(BP_DOCS) + "/connections.md");
-  ASSERT_TRUE(in) << "docs/connections.md";
-  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::map<std::string, Conn> conns = {
-      {"shared", Conn::kShared},       {"local", Conn::kLocal},   {"pinned", Conn::kPinned},
-      {"dedicated", Conn::kDedicated}, {"tunnel", Conn::kTunnel}, {"closed", Conn::kCloseClient}};
+// Checks the table under `heading`: each command is documented with the word `words` gives for
+// field(route), and exactly the rows `listed` picks are documented.
+template <typename T>
+void CheckDocTable(const std::string& doc, std::string_view heading,
+                   const std::map<std::string, T>& words, T (*field)(const Route&),
+                   bool (*listed)(const Route&)) {
   std::set<std::string> documented;
-  for (const auto& [cell, kind] : DocTable(doc, "## Every command that is not plainly shared")) {
-    ASSERT_TRUE(conns.count(kind)) << kind;
+  for (const auto& [cell, word] : DocTable(doc, heading)) {
+    ASSERT_TRUE(words.count(word)) << heading << ": " << word;
     for (const std::string& name : DocNames(cell)) {
-      EXPECT_EQ(RouteOf(name).conn, conns.at(kind)) << name << " is documented as " << kind;
+      EXPECT_TRUE(field(RouteOf(name)) == words.at(word)) << name << " is documented as " << word;
       documented.insert(name);
     }
   }
   for (std::string_view name : RouteRowNames()) {
-    const Route& r = RouteOf(name);
-    const bool plain = r.conn == Conn::kShared && r.effect == Effect::kNone &&
-                       r.in_multi == InMulti::kQueue && r.traits == 0;
-    EXPECT_EQ(documented.count(std::string(name)), plain ? 0u : 1u) << name;
+    EXPECT_EQ(documented.count(std::string(name)), listed(RouteOf(name)) ? 1u : 0u)
+        << heading << ": " << name;
   }
-  const std::map<std::string, InMulti> in_multi = {
-      {"at EXEC", InMulti::kAtExec}, {"followed", InMulti::kTrack}, {"tunnel", InMulti::kTunnel}};
-  std::set<std::string> in_multi_documented;
-  for (const auto& [cell, kind] : DocTable(doc, "## Inside MULTI")) {
-    ASSERT_TRUE(in_multi.count(kind)) << kind;
-    for (const std::string& name : DocNames(cell)) {
-      EXPECT_EQ(RouteOf(name).in_multi, in_multi.at(kind)) << name << " is documented as " << kind;
-      in_multi_documented.insert(name);
-    }
-  }
-  for (std::string_view name : RouteRowNames()) {
-    const bool queued = RouteOf(name).in_multi == InMulti::kQueue;
-    EXPECT_EQ(in_multi_documented.count(std::string(name)), queued ? 0u : 1u) << name;
-  }
+}
+
+TEST(RoutesDocTest, DocsSayWhatTheRowsSay) {
+  std::ifstream in(std::string(BP_DOCS) + "/connections.md");
+  ASSERT_TRUE(in) << "docs/connections.md";
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CheckDocTable<Conn>(
+      doc, "## Every command that is not plainly shared",
+      {{"shared", Conn::kShared},
+       {"local", Conn::kLocal},
+       {"pinned", Conn::kPinned},
+       {"dedicated", Conn::kDedicated},
+       {"tunnel", Conn::kTunnel},
+       {"closed", Conn::kCloseClient}},
+      [](const Route& r) { return r.conn; },
+      [](const Route& r) {
+        return !(r.conn == Conn::kShared && r.effect == Effect::kNone &&
+                 r.in_multi == InMulti::kQueue && r.traits == 0);
+      });
+  CheckDocTable<InMulti>(
+      doc, "## Inside MULTI",
+      {{"at EXEC", InMulti::kAtExec}, {"followed", InMulti::kTrack}, {"tunnel", InMulti::kTunnel}},
+      [](const Route& r) { return r.in_multi; },
+      [](const Route& r) { return r.in_multi != InMulti::kQueue; });
 }
 
 }  // namespace
