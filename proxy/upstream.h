@@ -118,14 +118,14 @@ class UpstreamConn {
 
   // Identifier in logs.
   uint64_t id() const { return id_; }
-  // The upstream's CLIENT ID of this connection, 0 until known. CLIENT UNBLOCK and CLIENT
-  // TRACKING REDIRECT name connections by it. Over TCP it is learned only when needed, from
-  // CLIENT LIST (an admin command, which MONITOR does not show); over a Unix socket, where
-  // CLIENT LIST cannot tell connections apart, a pinned connection asks CLIENT ID when it opens.
-  int64_t redis_client_id() const { return redis_client_id_; }
-  void set_redis_client_id(int64_t id);
 
  private:
+  // The upstream's CLIENT ID of this connection, published with its owner in the PinRegistry
+  // (CLIENT UNBLOCK and CLIENT TRACKING REDIRECT name connections by it). Over TCP it is
+  // learned only when needed, from CLIENT LIST (an admin command, which MONITOR does not show:
+  // proxy/upstream_id_plan.h); over a Unix socket, where CLIENT LIST cannot tell connections
+  // apart, a pinned connection asks CLIENT ID when it opens.
+  void set_redis_client_id(int64_t id);
   static void OnConnect(uv_connect_t* req, int status);
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);

@@ -207,7 +207,7 @@ void UpstreamConn::StartHandshake() {
     }
   }
   if (kind_ == Kind::kPinned && server_->upstream_address().is_unix) {
-    // Over TCP the id is looked up in CLIENT LIST when needed (see redis_client_id()).
+    // Over TCP the id is looked up in CLIENT LIST when needed (see set_redis_client_id).
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
     auto* p = new Pending;
     p->hook = Hook::kUpstreamId;
