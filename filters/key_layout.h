@@ -24,18 +24,14 @@
 // commands (filters/key_scripts.h).
 #pragma once
 
-#include <cstdint>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace bloomproxy::filters {
 
-// Redis Cluster's CRC16 (XMODEM) and key slot, hash tags included (cluster.c keyHashSlot).
-uint16_t Crc16(std::string_view data);
-uint16_t KeySlot(std::string_view key);
-
-// The prefix of every data key of filter `name` (see the diagram); KeySlot(prefix + anything)
-// == KeySlot(name) for any suffix without braces.
+// The prefix of every data key of filter `name` (see the diagram); protocol::KeySlot(prefix +
+// anything) == protocol::KeySlot(name) for any suffix without braces.
 std::string DataKeyPrefix(std::string_view name);
 
 // Data key names.

@@ -1,5 +1,5 @@
-// Redis Cluster slots and the data-key layout: every data key of a filter must hash to the
-// filter name's slot, whatever the name.
+// The data-key layout: every data key of a filter must hash to the filter name's Redis Cluster
+// slot, whatever the name (the slot function itself: key_slot_test.cc).
 #include "filters/key_layout.h"
 
 #include <gtest/gtest.h>
@@ -8,42 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "protocol/key_slot.h"
+
 namespace bloomproxy::filters {
 namespace {
-
-TEST(Crc16Test, KnownValues) {
-  // The check value of CRC-16/XMODEM, quoted in Redis's crc16.c.
-  EXPECT_EQ(Crc16("123456789"), 0x31C3);
-  EXPECT_EQ(Crc16(""), 0);
-  EXPECT_EQ(Crc16("A"), 0x58e5);
-  EXPECT_EQ(Crc16(std::string_view("\0", 1)), 0);
-  EXPECT_EQ(Crc16(std::string_view("\xff", 1)), 0x1ef0);
-}
-
-TEST(KeySlotTest, KnownSlots) {
-  // Values from CLUSTER KEYSLOT.
-  EXPECT_EQ(KeySlot("foo"), 12182);
-  EXPECT_EQ(KeySlot("bar"), 5061);
-  EXPECT_EQ(KeySlot("123456789"), 0x31C3 & 0x3FFF);
-  EXPECT_EQ(KeySlot(""), 0);
-}
-
-TEST(KeySlotTest, HashTags) {
-  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("{user1000}.followers"));
-  EXPECT_EQ(KeySlot("{user1000}.following"), KeySlot("user1000"));
-  // An empty first tag: the whole key is hashed.
-  EXPECT_EQ(KeySlot("foo{}{bar}"), Crc16("foo{}{bar}") & 0x3FFF);
-  EXPECT_NE(KeySlot("foo{}{bar}"), KeySlot("bar"));
-  // The tag runs from the first '{' to the first '}' after it.
-  EXPECT_EQ(KeySlot("foo{{bar}}zap"), KeySlot("{bar"));
-  EXPECT_EQ(KeySlot("foo{{bar}}zap"), Crc16("{bar") & 0x3FFF);
-  EXPECT_EQ(KeySlot("foo{bar}{zap}"), KeySlot("bar"));
-  // No closing brace after the first '{': the whole key.
-  EXPECT_EQ(KeySlot("}foo{bar"), Crc16("}foo{bar") & 0x3FFF);
-  EXPECT_EQ(KeySlot("a{b"), Crc16("a{b") & 0x3FFF);
-  // A '}' before the '{' does not count.
-  EXPECT_EQ(KeySlot("}{x}"), KeySlot("x"));
-}
 
 TEST(DataKeyPrefixTest, TheThreeRules) {
   // 1. A name with a tag is its own prefix.
@@ -63,7 +31,7 @@ TEST(DataKeyPrefixTest, TheThreeRules) {
           << prefix;
     }
     EXPECT_EQ(prefix.substr(6), name);
-    EXPECT_EQ(KeySlot(prefix.substr(1, 4)), KeySlot(name));
+    EXPECT_EQ(protocol::KeySlot(prefix.substr(1, 4)), protocol::KeySlot(name));
     // Deterministic.
     EXPECT_EQ(DataKeyPrefix(name), prefix);
   }
@@ -71,10 +39,10 @@ TEST(DataKeyPrefixTest, TheThreeRules) {
 
 TEST(DataKeyPrefixTest, TagsComeFromAFixedEnumeration) {
   // Tags are tried in base-36 order from "0000", so the slot of "0000" gets "0000".
-  const uint16_t slot = KeySlot("0000");
+  const uint16_t slot = protocol::KeySlot("0000");
   for (uint32_t n = 0; n < 2000000; ++n) {
     const std::string name = "}" + std::to_string(n);
-    if (KeySlot(name) == slot) {
+    if (protocol::KeySlot(name) == slot) {
       EXPECT_EQ(DataKeyPrefix(name), "{0000}" + name);
       return;
     }
@@ -88,11 +56,11 @@ TEST(DataKeyPrefixTest, EverySlotHasATag) {
   std::set<uint16_t> seen;
   for (uint32_t n = 0; seen.size() < 16384 && n < 2000000; ++n) {
     const std::string name = "}" + std::to_string(n);
-    const uint16_t slot = KeySlot(name);
+    const uint16_t slot = protocol::KeySlot(name);
     if (!seen.insert(slot).second) continue;
     const std::string prefix = DataKeyPrefix(name);
-    ASSERT_EQ(KeySlot(prefix), slot) << name;
-    ASSERT_EQ(KeySlot(prefix.substr(1, 4)), slot) << name;
+    ASSERT_EQ(protocol::KeySlot(prefix), slot) << name;
+    ASSERT_EQ(protocol::KeySlot(prefix.substr(1, 4)), slot) << name;
   }
   EXPECT_EQ(seen.size(), 16384u);
 }
@@ -136,13 +104,13 @@ std::vector<std::string> SampleNames() {
 TEST(DataKeyTest, EveryDataKeyIsInTheNamesSlot) {
   for (const std::string& name : SampleNames()) {
     const std::string prefix = DataKeyPrefix(name);
-    const uint16_t slot = KeySlot(name);
-    EXPECT_EQ(KeySlot(prefix), slot) << name;
+    const uint16_t slot = protocol::KeySlot(name);
+    EXPECT_EQ(protocol::KeySlot(prefix), slot) << name;
     for (std::string_view id : {"0", "5f3a9c21", "deadbeefcafebabe"}) {
       for (size_t link = 0; link < 12; link += 5) {
-        EXPECT_EQ(KeySlot(CountKey(prefix, id, link)), slot) << name;
+        EXPECT_EQ(protocol::KeySlot(CountKey(prefix, id, link)), slot) << name;
         for (size_t shard = 0; shard < 70; shard += 23) {
-          EXPECT_EQ(KeySlot(BitsKey(prefix, id, link, shard)), slot) << name;
+          EXPECT_EQ(protocol::KeySlot(BitsKey(prefix, id, link, shard)), slot) << name;
         }
       }
     }
