@@ -205,6 +205,31 @@ bool ParseUpstream(const std::string& s, std::string* error) {
   return true;
 }
 
+// upstream-cluster: comma-separated HOST:PORT seeds (no unix sockets: cluster nodes announce
+// TCP addresses).
+bool ParseSeeds(const std::string& s, std::vector<std::string>* seeds, std::string* error) {
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    std::string seed = s.substr(start, comma - start);
+    if (seed.empty() || seed.compare(0, 5, "unix:") == 0) {
+      *error = Quote(s) + ": each seed must be HOST:PORT or [IPv6]:PORT, separated by commas";
+      return false;
+    }
+    if (!ParseUpstream(seed, error)) return false;
+    seeds->push_back(std::move(seed));
+    start = comma + 1;
+  }
+  return true;
+}
+
+std::string JoinSeeds(const std::vector<std::string>& seeds) {
+  std::string out;
+  for (const std::string& seed : seeds) out += (out.empty() ? "" : ",") + seed;
+  return out;
+}
+
 bool ParseLogLevel(std::string_view s, LogLevel* out) {
   for (LogLevel level :
        {LogLevel::kDebug, LogLevel::kVerbose, LogLevel::kNotice, LogLevel::kWarning}) {
@@ -346,6 +371,33 @@ const Directive kDirectives[] = {
        return true;
      },
      [](const Options& o) { return ShowString(o.upstream, "none"); }},
+    {"upstream-cluster", 1, "ADDRS", "Redis Cluster seeds: HOST:PORT[,HOST:PORT...]",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       std::vector<std::string> seeds;
+       if (!ParseSeeds(a[0], &seeds, e)) return false;
+       s->options->upstream_cluster = std::move(seeds);
+       return true;
+     },
+     [](const Options& o) { return ShowString(JoinSeeds(o.upstream_cluster), "none"); }},
+    {"announce-ip", 1, "ADDR", "address shown to cluster-aware clients",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (!IsIpLiteral(a[0], AF_INET) && !IsIpLiteral(a[0], AF_INET6)) {
+         *e = Quote(a[0]) + " is not an IPv4 or IPv6 address";
+         return false;
+       }
+       s->options->announce_ip = a[0];
+       return true;
+     },
+     [](const Options& o) { return ShowString(o.announce_ip, "bind"); }},
+    {"announce-port", 1, "N", "port shown to cluster-aware clients; 0 = port",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (!ParsePort(a[0], 0, &s->options->announce_port)) {
+         *e = Quote(a[0]) + " is not a valid port";
+         return false;
+       }
+       return true;
+     },
+     [](const Options& o) { return std::to_string(o.announce_port); }},
     {"upstream-user", 1, "NAME", "user the proxy AUTHs as upstream",
      [](const std::vector<std::string>& a, SourceState* s, std::string*) {
        s->options->upstream_user = a[0];
@@ -740,10 +792,16 @@ void Validate(const Options& options, std::vector<std::string>* errors) {
     errors->push_back("unixsocket: path longer than " + std::to_string(kMaxUnixPathLength) +
                       " bytes");
   }
-  if (options.upstream.empty()) {
+  if (!options.upstream.empty() && !options.upstream_cluster.empty()) {
+    errors->push_back(
+        "upstream and upstream-cluster exclude each other: set one (--upstream HOST:PORT for "
+        "one Redis, --upstream-cluster HOST:PORT,... for a Redis Cluster)");
+  } else if (!options.upstream_cluster.empty()) {
+    // Checked when parsed.
+  } else if (options.upstream.empty()) {
     errors->push_back(
         "no upstream: set 'upstream' in the config file or pass --upstream "
-        "(HOST:PORT, [IPv6]:PORT or unix:/path)");
+        "(HOST:PORT, [IPv6]:PORT or unix:/path), or --upstream-cluster for a Redis Cluster");
   } else if (options.upstream.compare(0, 5, "unix:") == 0) {
     if (!options.unixsocket.empty() && options.upstream.substr(5) == options.unixsocket) {
       errors->push_back("upstream is the proxy's own unixsocket");

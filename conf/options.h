@@ -69,6 +69,13 @@ struct Options {
   // Upstream. "HOST:PORT", "[V6]:PORT" or "unix:/path". Empty = none configured (the README's
   // quick start then starts a local redis-server and passes its address).
   std::string upstream;
+  // upstream-cluster HOST:PORT[,HOST:PORT...]: a Redis Cluster's seed nodes, instead of
+  // `upstream` (the two exclude each other). The proxy reads the slot map from them.
+  std::vector<std::string> upstream_cluster;
+  // The address the proxy announces as the one node of the cluster it shows clients (CLUSTER
+  // SLOTS, SHARDS, NODES); empty / 0: the listening address and port.
+  std::string announce_ip;
+  int announce_port = 0;
   std::string upstream_user;      // upstream-user; env BLOOMPROXY_UPSTREAM_USER
   std::string upstream_password;  // upstream-password; env BLOOMPROXY_UPSTREAM_PASSWORD
   // upstream-password-file: the password read from this file (its first line), so that it need

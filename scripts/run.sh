@@ -10,7 +10,7 @@ scripts/build.sh
 args=("$@")
 has_upstream=0
 for a in "${args[@]}"; do
-  case "$a" in --upstream|--upstream=*|--config|--config=*|*.conf) has_upstream=1 ;; esac
+  case "$a" in --upstream|--upstream=*|--upstream-cluster|--upstream-cluster=*|--config|--config=*|*.conf) has_upstream=1 ;; esac
 done
 
 port=6380

@@ -705,6 +705,9 @@ TEST(ConfigTest, UsageMentionsEveryFlagAndDefault) {
                            "--unixsocket",
                            "--unixsocketperm",
                            "--upstream",
+                           "--upstream-cluster",
+                           "--announce-ip",
+                           "--announce-port",
                            "--upstream-user",
                            "--upstream-password",
                            "--upstream-connections",
@@ -798,3 +801,34 @@ TEST(ConfigTest, ExampleConfigFile) {
 
 }  // namespace
 }  // namespace bloomproxy::conf
+
+TEST(ConfigTest, UpstreamClusterSeeds) {
+  bloomproxy::conf::Options o;
+  std::vector<std::string> errors;
+  bloomproxy::conf::ParseConfigText("upstream-cluster 127.0.0.1:7000,[::1]:7001,redis-0.svc:7002\n",
+                                    "t", &o, &errors);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(o.upstream_cluster,
+            (std::vector<std::string>{"127.0.0.1:7000", "[::1]:7001", "redis-0.svc:7002"}));
+  for (const char* bad : {"upstream-cluster 127.0.0.1:7000,\n", "upstream-cluster unix:/x\n",
+                          "upstream-cluster 127.0.0.1\n", "upstream-cluster a:1,,b:2\n"}) {
+    bloomproxy::conf::Options other;
+    std::vector<std::string> errs;
+    bloomproxy::conf::ParseConfigText(bad, "t", &other, &errs);
+    EXPECT_FALSE(errs.empty()) << bad;
+  }
+}
+
+TEST(ConfigTest, UpstreamAndUpstreamClusterExcludeEachOther) {
+  bloomproxy::conf::Options o;
+  o.upstream = "127.0.0.1:6379";
+  o.upstream_cluster = {"127.0.0.1:7000"};
+  std::vector<std::string> errors;
+  bloomproxy::conf::Validate(o, &errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("upstream-cluster"), std::string::npos);
+  o.upstream.clear();
+  errors.clear();
+  bloomproxy::conf::Validate(o, &errors);
+  EXPECT_TRUE(errors.empty());
+}
