@@ -51,6 +51,8 @@ struct RouteRow {
   Effect effect = Effect::kNone;
   InMulti in_multi = InMulti::kQueue;
   uint8_t traits = 0;
+  Spread spread = Spread::kSlot;
+  Merge merge = Merge::kNone;
 };
 
 // Short names for the rows of command_routes.inc.
@@ -86,6 +88,18 @@ constexpr InMulti kQueue = InMulti::kQueue;
 constexpr InMulti kTrack = InMulti::kTrack;
 constexpr InMulti kAtExec = InMulti::kAtExec;
 constexpr InMulti kTunnelInMulti = InMulti::kTunnel;
+constexpr Spread kSplit = Spread::kSplit;
+constexpr Spread kAllMasters = Spread::kAllMasters;
+constexpr Spread kScan = Spread::kScan;
+constexpr Spread kSlotArg = Spread::kSlotArg;
+constexpr Merge kByPosition = Merge::kByPosition;
+constexpr Merge kAllOk = Merge::kAllOk;
+constexpr Merge kSum = Merge::kSum;
+constexpr Merge kConcat = Merge::kConcat;
+constexpr Merge kSame = Merge::kSame;
+constexpr Merge kAllOne = Merge::kAllOne;
+constexpr Merge kFirstNonNil = Merge::kFirstNonNil;
+constexpr Merge kMin = Merge::kMin;
 
 constexpr RouteRow kRouteRows[] = {
 #include "protocol/command_routes.inc"
@@ -105,7 +119,9 @@ Table BuildTable() {
   for (const RawCommand& c : kExtra) add(c);
   for (const RouteRow& row : kRouteRows) {
     auto it = table.find(row.name);
-    if (it != table.end()) it.value().route = Route{row.conn, row.effect, row.in_multi, row.traits};
+    if (it != table.end())
+      it.value().route =
+          Route{row.conn, row.effect, row.in_multi, row.traits, row.spread, row.merge};
   }
   return table;
 }

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/reply_merge.h"
+
 namespace bloomproxy::protocol {
 
 // Flags as in Redis's COMMAND reply (only those the proxy uses are named).
@@ -126,11 +128,23 @@ enum RouteTrait : uint8_t {
   kTraitFilterKey = 1u << 2,     // a key command that acts on a whole filter when a key is one
 };
 
+// Which upstream node(s) a command goes to when the upstream is a Redis Cluster. In standalone
+// mode one node serves every slot, so every command goes to it as it is.
+enum class Spread : uint8_t {
+  kSlot,        // the node of its keys' slot (keys in two slots: -CROSSSLOT); no keys: any master
+  kSplit,       // keys in several slots: one part per node, the replies merged (Route::merge)
+  kAllMasters,  // every master, the replies merged (Route::merge)
+  kScan,        // one master at a time: the cursor encodes which (protocol/reply_merge.h)
+  kSlotArg,     // the node of the slot given as its argument (CLUSTER COUNTKEYSINSLOT)
+};
+
 struct Route {
   Conn conn = Conn::kShared;
   Effect effect = Effect::kNone;
   InMulti in_multi = InMulti::kQueue;
   uint8_t traits = 0;
+  Spread spread = Spread::kSlot;
+  Merge merge = Merge::kNone;
 };
 
 struct CommandInfo {

@@ -94,7 +94,7 @@ Client::Client(Server* server, uint64_t id, bool is_unix)
   write_req_.data = this;
   authenticated_ = !server->auth_required();
   created_ms_ = last_interaction_ms_ = server->NowMs();
-  shared_slot_ = server->pool().NextSlot();
+  shared_slot_ = static_cast<size_t>(id);
 }
 
 Client::~Client() {
@@ -290,6 +290,8 @@ Pending* Client::NewUpstreamSlot(UpstreamConn* target) {
   replies_.push_back(p);
   ++inflight_;
   inflight_conn_ = target;
+  inflight_pool_ = target->pool();
+  inflight_shared_ = target->shared();
   return p;
 }
 
@@ -326,7 +328,7 @@ void Client::MaybeReleasePin() {
   if (pinned_ == nullptr || inflight_ > 0 || NeedsPin()) return;
   UpstreamConn* conn = pinned_;
   pinned_ = nullptr;
-  server_->pool().ReleasePinned(conn);
+  conn->pool()->ReleasePinned(conn);
 }
 
 void Client::DropPin() {
@@ -337,7 +339,7 @@ void Client::DropPin() {
   if (NeedsPin() || conn->in_flight() > 0) conn->mark_dirty();
   ClearConnectionState();
   tunnel_ = false;
-  server_->pool().ReleasePinned(conn);
+  conn->pool()->ReleasePinned(conn);
 }
 
 void Client::OnPinLost() {

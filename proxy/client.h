@@ -31,9 +31,11 @@ namespace bloomproxy::proxy {
 class Client;
 class CommandAcl;
 class PlanRunner;
+class ReplySink;
 class Server;
 struct BfBatch;
 class UpstreamConn;
+class UpstreamPool;
 
 // What the client must learn from a reply besides forwarding it.
 enum class Hook : uint8_t {
@@ -64,6 +66,7 @@ enum class Hook : uint8_t {
   kCommandAll,    // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
   kCommandCount,  // COMMAND COUNT: plus the BF.* commands
   kCommandInfo,   // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
+  kClusterSlots,  // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -88,6 +91,16 @@ struct Pending {
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
   bool plan_step = false;      // a plan's step or trailing requests (internal)
   bool batch_member = false;   // a command answered by a batch plan
+  // Cluster routing (proxy/cluster_router.h): the request's bytes and its keys' slot (-1: no
+  // keys), kept so that a redirection can send it again, and how often it was redirected.
+  // `sink`/`part`: the reply goes to a ReplySink as its part `part`.
+  bool asking = false;  // send ASKING first (an -ASK redirection)
+  uint16_t redirects = 0;
+  int32_t cluster_slot = -1;
+  uint32_t part = 0;
+  uint64_t first_sent_ms = 0;
+  ReplySink* sink = nullptr;
+  std::string request;
 
   Pending() = default;
   ~Pending();
@@ -147,6 +160,8 @@ class Client {
 
   // Writes what is queued (called once per loop turn by the server).
   void Flush();
+  // The cluster's slot map is known (or the wait for it is over): commands may be routed.
+  void OnTopologyKnown() { Resume(kPauseTopology); }
 
   // Gives back the input and output buffers while the client is idle (called from the cron),
   // so thousands of idle connections cost little memory.
@@ -154,6 +169,8 @@ class Client {
 
   // For CLIENT LIST / INFO and the idle timeout.
   uint64_t id() const { return id_; }
+  // The index of the shared connection this client prefers in any pool.
+  size_t shared_hint() const { return shared_slot_; }
   uint64_t last_interaction_ms() const { return last_interaction_ms_; }
   bool ExemptFromTimeout() const;
   bool has_pending() const { return !replies_.empty() || !out_.empty(); }
@@ -176,6 +193,7 @@ class Client {
   static constexpr uint8_t kPauseOutput = 16;       // too much output the client has not read
   static constexpr uint8_t kPauseTunnel = 32;       // the tunnel's upstream side is backed up
   static constexpr uint8_t kPauseDrain = 64;        // CLIENT PAUSE WRITE waits for shared writes
+  static constexpr uint8_t kPauseTopology = 128;    // the cluster's slot map is not read yet
 
   // A client may have this many commands upstream before the proxy stops reading from it;
   // replies keep flowing meanwhile, so a client that writes a long pipeline before reading
@@ -200,7 +218,9 @@ class Client {
     bool up_to_date = false;  // WAIT: a newly taken connection runs a command first
     bool writes = false;      // held back by CLIENT PAUSE WRITE (a write, EVAL, PUBLISH, ...)
     protocol::Effect effect = protocol::Effect::kNone;
-    std::string rewritten;  // the request to send instead of the client's, when not empty
+    std::string rewritten;         // the request to send instead of the client's, when not empty
+    UpstreamPool* pool = nullptr;  // the node it goes to (ClusterRouter)
+    int slot = -1;                 // its keys' slot; -1: no keys
   };
 
   // A command queued inside MULTI whose effect, or answer, the proxy supplies at EXEC.
@@ -260,7 +280,7 @@ class Client {
   // The connection for a command: the client's own one, a new own one (own_conn), or its
   // shared one. Null when the client must wait (kRetryLater) or the upstream is unavailable
   // (answered: kDone); *acquired says whether an own connection was just taken.
-  UpstreamConn* TargetFor(bool own_conn, Dispatched* result, bool* acquired);
+  UpstreamConn* TargetFor(UpstreamPool* pool, bool own_conn, Dispatched* result, bool* acquired);
   // CLIENT PAUSE WRITE: holds writes from now on and waits (kRetryLater) until the writes on
   // shared connections are answered, at most kPauseDrainMs; true when it may go upstream.
   bool PauseMayGo(uint64_t pause_ms);
@@ -274,7 +294,36 @@ class Client {
   // fail with EXECABORT, as Redis does after rejecting a queued command.
   void Refuse(std::string_view error);
   void ReplyProtocolError(const std::string& error);
-  void ReplyUnavailable();
+  void ReplyUnavailable(UpstreamPool* pool = nullptr);
+  Dispatched HoldForNode(const protocol::Command& cmd, Outgoing& out);
+  Dispatched DeferMulti();
+
+  // cluster_dispatch.cc
+  // Where a command goes on a Redis Cluster: out->pool and out->slot for one node (kForward),
+  // or split per node, sent to every master, or answered here (-CROSSSLOT).
+  Dispatched RouteInCluster(const protocol::Command& cmd, const protocol::CommandInfo* info,
+                            const protocol::Route& route, Outgoing* out);
+  // The slot of the command's keys (their positions in key_positions_); -1 without keys,
+  // kSeveralSlots when they are in several.
+  static constexpr int kSeveralSlots = -2;
+  int CommandSlot(const protocol::Command& cmd, const protocol::CommandInfo* info);
+  Dispatched SplitByNode(const protocol::Command& cmd, const protocol::CommandInfo* info,
+                         const protocol::Route& route);
+  Dispatched FanOut(const protocol::Command& cmd, const protocol::Route& route);
+  Dispatched ScanMasters(const protocol::Command& cmd);
+  // A reply slot for a command answered by a SplitRequest.
+  Pending* NewSplitSlot();
+  // Sends the MULTI that waited for the transaction's first command (on a cluster the
+  // transaction lives on that command's node). False when `cmd` must wait (*result).
+  bool StartDeferredMulti(const protocol::Command& cmd, const protocol::CommandInfo* info,
+                          Dispatched* result);
+  // Inside MULTI on a cluster, a command whose key is on another node than the transaction's:
+  // *request (its place) and *extra (queued after it, reply dropped) make EXEC answer
+  // -CROSSSLOT. False when the command is queued as it is.
+  bool ForeignInMulti(const protocol::Command& cmd, const protocol::CommandInfo* info,
+                      std::string* request, std::string* extra);
+  // CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT: the proxy as a one-node cluster.
+  Dispatched HandleCluster(const protocol::Command& cmd);
 
   // local_commands.cc
   Dispatched HandleLocal(const protocol::Command& cmd, std::string_view lower_name);
@@ -326,11 +375,11 @@ class Client {
   // A key command that must act on whole filters (DEL, EXPIRE, RENAME, TYPE, ...): *request gets
   // the Lua script request that runs it (filters/key_scripts.h). False for other commands.
   bool RewriteKeyCommand(const protocol::Command& cmd, std::string* request);
-  Dispatched StartPlan(std::unique_ptr<filters::Plan> plan, bool writes);
+  Dispatched StartPlan(std::string_view key, std::unique_ptr<filters::Plan> plan, bool writes);
   // The connection a plan of this client runs on; null when the client must wait or the
   // upstream is unavailable (then *result says what Dispatch returns). `writes`: the plan
   // writes, so while the upstream holds writes back it takes a connection of its own.
-  UpstreamConn* PlanConnection(bool writes, Dispatched* result);
+  UpstreamConn* PlanConnection(std::string_view key, bool writes, Dispatched* result);
   // The same for a plan's reply (the plan counts as running until it is answered).
   Pending* NewPlanSlot(UpstreamConn* target);
   // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
@@ -377,7 +426,15 @@ class Client {
   size_t shared_slot_ = 0;
   UpstreamConn* pinned_ = nullptr;         // the client's own connection (state, dedicated, tunnel)
   UpstreamConn* inflight_conn_ = nullptr;  // where this client's in-flight commands are
+  UpstreamPool* inflight_pool_ = nullptr;  // that connection's node
+  bool inflight_shared_ = false;           // that connection is a shared one
   size_t inflight_ = 0;
+  // Cluster routing: the key positions of the command being routed, the MULTI that waits for
+  // its node, and the slot of the transaction's keys.
+  std::vector<size_t> key_positions_;
+  bool deferred_multi_ = false;
+  bool multi_aborted_ = false;  // a command of the deferred transaction found no node
+  int multi_slot_ = -1;
 
   // Connection state, as the proxy tracks it. Dispatch-time flags route commands; reply-time
   // ones decide when a pinned connection is clean again.

@@ -8,6 +8,7 @@
 #include "proxy/acl.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/log.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
@@ -66,6 +67,10 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
   const CommandInfo* info = nullptr;
   const CommandInfo* sub = nullptr;
   LookUp(cmd, name_buf, &name, &info, &sub);
+  if (deferred_multi_) {
+    Dispatched d = Dispatched::kDone;
+    if (!StartDeferredMulti(cmd, sub ? sub : info, &d)) return d;
+  }
   if (in_multi_) ++multi_count_;
 
   if (name == "quit") return HandleQuit(cmd);
@@ -128,6 +133,15 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
   }
   Outgoing out;
   if (!PrepareEffect(cmd, route, info, &out)) return Dispatched::kDone;
+  if (route.effect == Effect::kMulti && pinned_ == nullptr && server_->router().cluster()) {
+    return DeferMulti();
+  }
+  if (server_->router().cluster()) {
+    const Dispatched d = RouteInCluster(cmd, sub ? sub : info, route, &out);
+    if (d != Dispatched::kForward) return d;
+  } else {
+    out.pool = server_->router().masters().front();
+  }
   if (!upstream_decides && server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey)) {
     RewriteKeyCommand(cmd, &out.rewritten);
   }
@@ -335,6 +349,10 @@ bool Client::PrepareEffect(const Command& cmd, const Route& route, const Command
 bool Client::SelectEffect(const Command& cmd, Outgoing* out) {
   int64_t db = 0;
   if (cmd.args.size() == 2 && protocol::StringToInt64(cmd.args[1], &db)) {
+    if (db != 0 && server_->router().cluster()) {
+      ReplyLocal("-ERR SELECT is not allowed in cluster mode\r\n");
+      return false;
+    }
     if (db == 0 && pinned_ == nullptr) {
       ReplyLocal("+OK\r\n");  // already there: no connection of its own needed
       return false;
@@ -377,36 +395,52 @@ void Client::PrepareConnection(const Route& route, const CommandInfo* info, Outg
   }
 }
 
-UpstreamConn* Client::TargetFor(bool own_conn, Dispatched* result, bool* acquired) {
+UpstreamConn* Client::TargetFor(UpstreamPool* pool, bool own_conn, Dispatched* result,
+                                bool* acquired) {
   *acquired = false;
   UpstreamConn* target = pinned_;
-  if (target == nullptr && own_conn) {
+  if (pool == nullptr) pool = pinned_ != nullptr ? pinned_->pool() : server_->router().Any();
+  if (target != nullptr && target->pool() != pool) {
+    // On a cluster, a command for another node than the one holding this client's connection
+    // state: its shared connection there, unless it needs a connection of its own, which the
+    // client cannot have on two nodes.
+    if (own_conn) {
+      ReplyLocal("-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+      *result = Dispatched::kDone;
+      return nullptr;
+    }
+    target = nullptr;
+  } else if (target == nullptr && own_conn) {
     if (inflight_ > 0) {
       // Commands of one client execute in order: the new connection waits for the old one.
       Pause(kPauseBarrier);
       *result = Dispatched::kRetryLater;
       return nullptr;
     }
-    if (server_->pool().Shared(&shared_slot_) == nullptr || !server_->pool().Reachable()) {
+    if (pool->Shared(&shared_slot_) == nullptr || !pool->Reachable()) {
       // The upstream is down: say so at once, as for any command, rather than open a
       // connection that fails and takes the client's state with it.
-      ReplyUnavailable();
+      ReplyUnavailable(pool);
       *result = Dispatched::kDone;
       return nullptr;
     }
-    pinned_ = server_->pool().AcquirePinned(this);
+    pinned_ = pool->AcquirePinned(this);
     target = pinned_;
     *acquired = true;
   }
   if (target == nullptr) {
-    target = server_->pool().Shared(&shared_slot_);
+    target = pool->Shared(&shared_slot_);
     if (target == nullptr) {
-      ReplyUnavailable();
+      ReplyUnavailable(pool);
       *result = Dispatched::kDone;
       return nullptr;
     }
   }
-  if (inflight_ > 0 && inflight_conn_ != target) {
+  // Commands of one client execute in order: a new connection waits for the old one, except
+  // between shared connections to different cluster nodes (different keys: only their
+  // replies' order matters, and the reply slots keep it).
+  const bool other_node = inflight_shared_ && target->shared() && inflight_pool_ != pool;
+  if (inflight_ > 0 && inflight_conn_ != target && !other_node) {
     Pause(kPauseBarrier);
     *result = Dispatched::kRetryLater;
     return nullptr;
@@ -455,7 +489,11 @@ void Client::ApplyDispatchState(Effect effect, const Outgoing& out) {
 Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
   Dispatched result = Dispatched::kDone;
   bool acquired = false;
-  UpstreamConn* target = TargetFor(out.own_conn, &result, &acquired);
+  if (server_->router().cluster() && !out.own_conn && pinned_ == nullptr &&
+      (out.pool == nullptr || !out.pool->Reachable())) {
+    return HoldForNode(cmd, out);
+  }
+  UpstreamConn* target = TargetFor(out.pool, out.own_conn, &result, &acquired);
   if (target == nullptr) return result;
   ApplyDispatchState(out.effect, out);
   if (out.up_to_date && acquired) {
@@ -472,11 +510,13 @@ Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
   p->subscribe = out.hook == Hook::kSubscribe && out.own_conn;
   if (out.stalls) p->MarkStalling();
   if (out.writes && target->shared()) p->MarkSharedWrite();
-  if (!out.rewritten.empty()) {
-    target->Send(out.rewritten, p);
-  } else {
-    target->Send(RequestBytes(cmd), p);
+  const std::string_view bytes = out.rewritten.empty() ? RequestBytes(cmd) : out.rewritten;
+  if (server_->router().cluster() && target->shared()) {
+    // Kept for a redirection (ClusterRouter::Redirect).
+    p->request.assign(bytes);
+    p->cluster_slot = out.slot;
   }
+  target->Send(bytes, p);
   if (inflight_ >= MaxInFlight()) {
     Pause(kPauseBackpressure);
     return Dispatched::kStop;
@@ -550,9 +590,39 @@ void Client::ReplyProtocolError(const std::string& error) {
   ReplyLocal(reply, /*close_after=*/true);
 }
 
-void Client::ReplyUnavailable() {
-  ReplyLocal(errors::UpstreamUnavailable(server_->upstream_address().text + ": " +
-                                         server_->pool().unavailable_reason()));
+void Client::ReplyUnavailable(UpstreamPool* pool) {
+  if (server_->router().cluster()) {
+    ReplyLocal("-CLUSTERDOWN The cluster is down\r\n");
+    return;
+  }
+  if (pool == nullptr) pool = server_->router().Any();
+  ReplyLocal(errors::UpstreamUnavailable(pool->address().text + ": " + pool->unavailable_reason()));
+}
+
+Client::Dispatched Client::HoldForNode(const Command& cmd, Outgoing& out) {
+  // On a cluster, no reachable node serves the slot now (a failover, a map not read yet): the
+  // router sends it once one does (or answers -CLUSTERDOWN after a while).
+  Pending* p = NewSplitSlot();
+  p->request.assign(out.rewritten.empty() ? RequestBytes(cmd) : out.rewritten);
+  p->cluster_slot = out.slot;
+  ApplyDispatchState(out.effect, out);
+  server_->router().SendOrHold(p);
+  return Dispatched::kDone;
+}
+
+Client::Dispatched Client::DeferMulti() {
+  // On a cluster the transaction lives on the node of its first command's keys: MULTI is
+  // answered now, as Redis answers it, and sent with that command (StartDeferredMulti).
+  if (in_multi_) {
+    ReplyLocal("-ERR MULTI calls can not be nested\r\n");
+    return Dispatched::kDone;
+  }
+  ReplyLocal("+OK\r\n");
+  deferred_multi_ = true;
+  multi_slot_ = -1;
+  Outgoing out;
+  ApplyDispatchState(Effect::kMulti, out);
+  return Dispatched::kDone;
 }
 
 }  // namespace bloomproxy::proxy

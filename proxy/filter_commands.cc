@@ -3,8 +3,10 @@
 // answered. Key commands on a filter's name (the command table's kTraitFilterKey) are one Lua
 // script each (filters/key_scripts.h), sent like any command.
 #include "protocol/errors.h"
+#include "protocol/key_slot.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
@@ -55,7 +57,8 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
     if (!deferred && (bf == BfCommand::kExists || bf == BfCommand::kMExists)) {
       return JoinBatch(request, /*exists=*/true);
     }
-    return StartPlan(filters::MakeBfPlan(request, &server_->filter_cache(), &server_->bf_config(),
+    return StartPlan(request.key,
+                     filters::MakeBfPlan(request, &server_->filter_cache(), &server_->bf_config(),
                                          deferred ? std::move(error) : std::string()),
                      Writes(bf));
   }
@@ -83,12 +86,14 @@ bool Client::JoinsRunningBatches(const Command& cmd) const {
   return (exists || add) && exists == batch_exists_ && cmd.args[1] == batch_key_;
 }
 
-UpstreamConn* Client::PlanConnection(bool writes, Dispatched* result) {
+UpstreamConn* Client::PlanConnection(std::string_view key, bool writes, Dispatched* result) {
+  // A filter's keys are all in its name's slot (filters/key_layout.h): its node runs the plan.
+  UpstreamPool* pool = server_->router().ForSlot(protocol::KeySlot(key));
   // While the upstream holds writes back (CLIENT PAUSE WRITE), a writing plan on a shared
   // connection would hold back every read queued behind it.
   const bool own = writes && pinned_ == nullptr && UpstreamActivity::WritesPaused();
   bool acquired = false;
-  return TargetFor(own, result, &acquired);
+  return TargetFor(pool, own, result, &acquired);
 }
 
 Pending* Client::NewPlanSlot(UpstreamConn* target) {
@@ -98,7 +103,7 @@ Pending* Client::NewPlanSlot(UpstreamConn* target) {
 
 Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {
   Dispatched result = Dispatched::kDone;
-  UpstreamConn* target = PlanConnection(!exists, &result);
+  UpstreamConn* target = PlanConnection(request.key, !exists, &result);
   if (target == nullptr) return result;
   if (batch_members_ > 0 &&
       (batch_exists_ != exists || batch_key_ != request.key || batch_conn_ != target)) {
@@ -125,9 +130,10 @@ Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exi
   return Dispatched::kDone;
 }
 
-Client::Dispatched Client::StartPlan(std::unique_ptr<filters::Plan> plan, bool writes) {
+Client::Dispatched Client::StartPlan(std::string_view key, std::unique_ptr<filters::Plan> plan,
+                                     bool writes) {
   Dispatched result = Dispatched::kDone;
-  UpstreamConn* target = PlanConnection(writes, &result);
+  UpstreamConn* target = PlanConnection(key, writes, &result);
   if (target == nullptr) return result;
   // Later commands of this client wait for the plan (see Dispatch).
   Pending* p = NewPlanSlot(target);

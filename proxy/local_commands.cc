@@ -86,6 +86,7 @@ Client::Dispatched Client::HandleLocal(const Command& cmd, std::string_view name
   if (name == "auth") return HandleAuth(cmd);
   if (name == "client") return HandleClient(cmd);
   if (name == "info") return HandleInfo(cmd);
+  if (name == "cluster") return HandleCluster(cmd);
   return Dispatched::kForward;
 }
 

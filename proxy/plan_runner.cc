@@ -28,10 +28,9 @@ void PlanRunner::Send(filters::PlanStep& step) {
   }
   if (!conn_->usable()) {
     // The wording of the connection's own error replies (UpstreamConn::Close).
-    return Finish(step.done
-                      ? std::move(step.reply)
-                      : protocol::errors::UpstreamUnavailable(
-                            conn_->server()->upstream_address().text + ": " + conn_->last_error()));
+    return Finish(step.done ? std::move(step.reply)
+                            : protocol::errors::UpstreamUnavailable(conn_->address().text + ": " +
+                                                                    conn_->last_error()));
   }
   // Requests of the last step are still sent (cleanup, counts); their replies are dropped by an
   // internal slot.

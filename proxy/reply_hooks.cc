@@ -73,6 +73,10 @@ std::string Client::WithProxySection(std::string_view frame) {
   // The upstream's INFO text plus this proxy's own section, as one bulk.
   protocol::ReplyPtr r = server_->decoder().Decode(frame);
   std::string body = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+  // Clients see a cluster (CLUSTER SLOTS and friends answer as one node), also in front of a
+  // standalone server: cluster-aware clients check this field before they ask.
+  const size_t field = body.find("cluster_enabled:0");
+  if (field != std::string::npos) body[field + 16] = '1';
   body += "\r\n";
   body += server_->ProxySection();
   std::string bulk;

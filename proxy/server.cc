@@ -13,6 +13,7 @@
 #include "conf/loader.h"
 #include "protocol/errors.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/log.h"
 #include "proxy/plan_runner.h"
 
@@ -40,7 +41,7 @@ Server::Server(const conf::Options& options, int index) : options_(options), ind
   bf_config_.defaults.capacity = static_cast<uint64_t>(options.bf_initial_capacity);
   bf_config_.defaults.expansion = static_cast<uint32_t>(options.bf_expansion);
   bf_config_.max_shard_bytes = static_cast<uint64_t>(options.bf_max_shard_bytes);
-  pool_ = std::make_unique<UpstreamPool>(this);
+  router_ = std::make_unique<ClusterRouter>(this);
 }
 
 Server::~Server() {
@@ -49,11 +50,6 @@ Server::~Server() {
 }
 
 bool Server::Start() {
-  std::string error;
-  if (!ResolveUpstream(options_.upstream, &upstream_, &error)) {
-    LOG_WARNING("Bad upstream '%s': %s", options_.upstream.c_str(), error.c_str());
-    return false;
-  }
   started_ms_ = uv_now(&loop_);
 
   if (options_.port != 0) {
@@ -139,10 +135,15 @@ bool Server::Start() {
   uv_signal_start(&sigint_, OnSignal, SIGINT);
   uv_signal_start(&sigterm_, OnSignal, SIGTERM);
 
-  pool_->Start();
+  std::string error;
+  if (!router_->Start(&error)) {
+    LOG_WARNING("Bad upstream %s", error.c_str());
+    return false;
+  }
   if (options_.port != 0) {
-    LOG_NOTICE("bloomproxy %s ready to accept connections on %s:%d, upstream %s",
-               BLOOMPROXY_VERSION, options_.bind.c_str(), options_.port, upstream_.text.c_str());
+    LOG_NOTICE("bloomproxy %s ready to accept connections on %s:%d, upstream %s%s",
+               BLOOMPROXY_VERSION, options_.bind.c_str(), options_.port,
+               router_->cluster() ? "cluster " : "", UpstreamText().c_str());
   }
   if (!options_.unixsocket.empty()) {
     LOG_NOTICE("bloomproxy ready to accept connections at %s", options_.unixsocket.c_str());
@@ -276,8 +277,9 @@ void Server::OnCron(uv_timer_t* t) {
 
 void Server::OnUpstreamTimer(uv_timer_t* t) {
   auto* self = static_cast<Server*>(t->data);
-  self->pool_->CheckTimeouts(self->NowMs(),
-                             static_cast<uint64_t>(self->options_.upstream_timeout_ms));
+  for (UpstreamPool* pool : self->router_->pools()) {
+    pool->CheckTimeouts(self->NowMs(), static_cast<uint64_t>(self->options_.upstream_timeout_ms));
+  }
 }
 
 void Server::WaitForSharedWrites(Client* c) {
@@ -340,7 +342,7 @@ void Server::OnShutdownTimeout(uv_timer_t* t) {
 void Server::MaybeFinishShutdown() {
   if (stopped_ || !clients_.empty()) return;
   stopped_ = true;
-  pool_->CloseAll();
+  router_->CloseAll();
   uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&cron_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&shutdown_timer_), nullptr);
@@ -349,6 +351,14 @@ void Server::MaybeFinishShutdown() {
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
   LOG_NOTICE("bloomproxy is now ready to exit, bye bye...");
+}
+
+std::string Server::UpstreamText() const {
+  if (!router_->cluster()) return options_.upstream;
+  std::string seeds;
+  for (const std::string& seed : options_.upstream_cluster)
+    seeds += (seeds.empty() ? "" : ",") + seed;
+  return seeds;
 }
 
 std::string Server::ProxySection() const {
@@ -366,11 +376,23 @@ std::string Server::ProxySection() const {
   field("uptime_in_seconds", std::to_string((now - started_ms_) / 1000));
   field("connected_clients", std::to_string(clients_.size()));
   field("maxclients", std::to_string(options_.maxclients));
-  field("upstream", upstream_.text);
-  field("upstream_status", pool_->shared_count() > 0 ? "up" : "down");
-  field("upstream_connections", std::to_string(pool_->shared_count()));
-  field("upstream_pinned_connections", std::to_string(pool_->pinned_count()));
-  field("upstream_idle_pinned_connections", std::to_string(pool_->idle_pinned_count()));
+  size_t shared = 0, pinned = 0, idle = 0, masters_up = 0;
+  for (const UpstreamPool* pool : router_->pools()) {
+    shared += pool->shared_count();
+    pinned += pool->pinned_count();
+    idle += pool->idle_pinned_count();
+  }
+  for (const UpstreamPool* pool : router_->masters()) masters_up += pool->shared_count() > 0;
+  field("upstream", UpstreamText());
+  field("upstream_mode", router_->cluster() ? "cluster" : "standalone");
+  if (router_->cluster()) {
+    field("upstream_cluster_masters", std::to_string(router_->masters().size()));
+    field("upstream_cluster_masters_up", std::to_string(masters_up));
+  }
+  field("upstream_status", shared > 0 ? "up" : "down");
+  field("upstream_connections", std::to_string(shared));
+  field("upstream_pinned_connections", std::to_string(pinned));
+  field("upstream_idle_pinned_connections", std::to_string(idle));
   field("total_connections_received", std::to_string(stats_.connections_received));
   field("total_commands_processed", std::to_string(stats_.commands_processed));
   field("rejected_connections", std::to_string(stats_.rejected_connections));

@@ -19,6 +19,7 @@
 namespace bloomproxy::proxy {
 
 class Client;
+class ClusterRouter;
 struct Pending;
 
 // BF.ADD/MADD (or BF.EXISTS/MEXISTS) commands on one filter, gathered during one loop turn from
@@ -62,8 +63,8 @@ class Server {
 
   uv_loop_t* loop() { return &loop_; }
   const conf::Options& options() const { return options_; }
-  const UpstreamAddress& upstream_address() const { return upstream_; }
-  UpstreamPool& pool() { return *pool_; }
+  // The upstream nodes and which one serves a slot (one node unless --upstream-cluster).
+  ClusterRouter& router() { return *router_; }
   Stats& stats() { return stats_; }
   UpstreamInfo& upstream_info() { return upstream_info_; }
   protocol::ReplyDecoder& decoder() { return decoder_; }
@@ -74,6 +75,8 @@ class Server {
   size_t client_count() const { return clients_.size(); }
   const std::unordered_map<uint64_t, Client*>& clients() const { return clients_; }
   std::string ProxySection() const;
+  // The upstream as configured (the seeds of a cluster), for logs and messages.
+  std::string UpstreamText() const;
   // deny-command: refused commands (lower-case names).
   bool Denied(std::string_view lower_name) const {
     for (const std::string& d : options_.denied_commands) {
@@ -122,8 +125,7 @@ class Server {
   AclTable acls_;  // compiled from options_.users (checked by main before any server starts)
   const int index_;
   uv_loop_t loop_;
-  UpstreamAddress upstream_;
-  std::unique_ptr<UpstreamPool> pool_;
+  std::unique_ptr<ClusterRouter> router_;
   Stats stats_;
   UpstreamInfo upstream_info_;
   protocol::ReplyDecoder decoder_;

@@ -21,6 +21,7 @@
 #include "protocol/reply_framer.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
@@ -50,6 +51,11 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
     // Queued as the script that acts on whole filters; its reply in EXEC's is the command's.
     request = script;
   }
+  std::string foreign, extra;
+  if (server_->router().cluster() && route.in_multi == InMulti::kQueue &&
+      ForeignInMulti(cmd, sub ? sub : info, &foreign, &extra)) {
+    request = foreign;
+  }
   if (route.in_multi == InMulti::kAtExec) {
     // Redis checks the arity when it queues a command; a wrong one aborts the transaction.
     if (info != nullptr && RejectMalformed(cmd, *info, sub)) return Dispatched::kDone;
@@ -72,6 +78,11 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
     queued_entries_.push_back(std::move(entry));
   }
   pinned_->Send(request, p);
+  if (!extra.empty()) {
+    Pending* x = NewUpstreamSlot(pinned_);
+    x->suppress = true;
+    pinned_->Send(extra, x);
+  }
   if (inflight_ >= MaxInFlight()) {
     Pause(kPauseBackpressure);
     return Dispatched::kStop;

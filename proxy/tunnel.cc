@@ -20,6 +20,7 @@
 #include "protocol/errors.h"
 #include "proxy/acl.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/log.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
@@ -80,7 +81,9 @@ Client::Dispatched Client::EnterTunnel(const Command& cmd) {
     // A connection of its own (TargetFor answers at once when the upstream is down).
     Dispatched result = Dispatched::kDone;
     bool acquired = false;
-    if (TargetFor(/*own_conn=*/true, &result, &acquired) == nullptr) return result;
+    if (TargetFor(server_->router().Any(), /*own_conn=*/true, &result, &acquired) == nullptr) {
+      return result;
+    }
   }
   LOG_VERBOSE("Client id=%llu addr=%s: %.*s makes its upstream connection a tunnel",
               static_cast<unsigned long long>(id_), addr_.c_str(),

@@ -30,6 +30,7 @@ namespace bloomproxy::proxy {
 
 class Client;
 class Server;
+class UpstreamPool;
 struct Pending;
 
 // Where the upstream lives, resolved once at start-up.
@@ -53,8 +54,8 @@ class UpstreamConn {
     kProbe,   // the pool's liveness check: PING on a fresh connection (CheckTimeouts)
   };
 
-  // Starts connecting at once.
-  UpstreamConn(Server* server, Kind kind);
+  // Starts connecting at once, to `pool`'s address.
+  UpstreamConn(UpstreamPool* pool, Kind kind);
   ~UpstreamConn();
   UpstreamConn(const UpstreamConn&) = delete;
   UpstreamConn& operator=(const UpstreamConn&) = delete;
@@ -104,6 +105,8 @@ class UpstreamConn {
   size_t in_flight() const { return inflight_.size(); }
   const std::string& last_error() const { return last_error_; }
   Server* server() const { return server_; }
+  UpstreamPool* pool() const { return pool_; }
+  const UpstreamAddress& address() const;
 
   // The client that has this connection pinned, or null.
   Client* owner() const { return owner_; }
@@ -144,6 +147,7 @@ class UpstreamConn {
   void FailAll(const std::string& reply);
 
   Server* server_;
+  UpstreamPool* pool_;
   const Kind kind_;
   const uint64_t id_;
   State state_ = State::kConnecting;
@@ -184,8 +188,12 @@ class UpstreamConn {
 // after a capped exponential backoff; while a slot is down, commands for it fail at once.
 class UpstreamPool {
  public:
-  explicit UpstreamPool(Server* server);
+  // A pool for the Redis at `address` (one per cluster master; one in standalone mode).
+  UpstreamPool(Server* server, UpstreamAddress address);
   ~UpstreamPool();
+
+  Server* server() const { return server_; }
+  const UpstreamAddress& address() const { return address_; }
 
   void Start();
 
@@ -242,6 +250,7 @@ class UpstreamPool {
   void EndProbe();
 
   Server* server_;
+  const UpstreamAddress address_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<UpstreamConn*> idle_pinned_;
   size_t pinned_in_use_ = 0;

@@ -10,6 +10,7 @@
 #include "protocol/errors.h"
 #include "protocol/request_parser.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/log.h"
 #include "proxy/pin_registry.h"
 #include "proxy/plan_runner.h"
@@ -102,10 +103,11 @@ bool ResolveUpstream(const std::string& spec, UpstreamAddress* out, std::string*
 // ---------------------------------------------------------------------------------------------
 // UpstreamConn
 
-UpstreamConn::UpstreamConn(Server* server, Kind kind)
-    : server_(server), kind_(kind), id_(server->NextUpstreamId()) {
+UpstreamConn::UpstreamConn(UpstreamPool* pool, Kind kind)
+    : server_(pool->server()), pool_(pool), kind_(kind), id_(server_->NextUpstreamId()) {
+  Server* server = server_;
   uv_loop_t* loop = server->loop();
-  const UpstreamAddress& addr = server->upstream_address();
+  const UpstreamAddress& addr = pool->address();
   int rc;
   if (addr.is_unix) {
     uv_pipe_init(loop, &sock_.pipe, 0);
@@ -138,6 +140,8 @@ UpstreamConn::UpstreamConn(Server* server, Kind kind)
 
 UpstreamConn::~UpstreamConn() = default;
 
+const UpstreamAddress& UpstreamConn::address() const { return pool_->address(); }
+
 void UpstreamConn::OnConnectTimeout(uv_timer_t* t) {
   auto* self = static_cast<UpstreamConn*>(t->data);
   self->Close(self->last_error_.empty() ? "connect timeout" : self->last_error_);
@@ -154,7 +158,7 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
   uv_timer_stop(&self->timer_);
   self->state_ = State::kReady;
   self->ever_ready_ = true;
-  if (!self->server_->upstream_address().is_unix) {
+  if (!self->pool_->address().is_unix) {
     uv_tcp_keepalive(&self->sock_.tcp, 1, 60);
     sockaddr_storage ss;
     int len = sizeof(ss);
@@ -172,11 +176,11 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
     }
   }
   static constexpr const char* kKinds[] = {"shared", "pinned", "probe"};
-  LOG_VERBOSE(
-      "upstream connection %llu to %s established (%s)", static_cast<unsigned long long>(self->id_),
-      HostOf(self->server_->upstream_address()).c_str(), kKinds[static_cast<int>(self->kind_)]);
+  LOG_VERBOSE("upstream connection %llu to %s established (%s)",
+              static_cast<unsigned long long>(self->id_), HostOf(self->pool_->address()).c_str(),
+              kKinds[static_cast<int>(self->kind_)]);
   self->StartHandshake();
-  if (self->kind_ == Kind::kShared) self->server_->pool().OnSharedReady(self);
+  if (self->kind_ == Kind::kShared) self->pool_->OnSharedReady(self);
   self->server_->QueueFlush(self);
 }
 
@@ -206,7 +210,7 @@ void UpstreamConn::StartHandshake() {
       slots.push_back(p);
     }
   }
-  if (kind_ == Kind::kPinned && server_->upstream_address().is_unix) {
+  if (kind_ == Kind::kPinned && pool_->address().is_unix) {
     // Over TCP the id is looked up in CLIENT LIST when needed (see set_redis_client_id).
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
     auto* p = new Pending;
@@ -308,6 +312,18 @@ void UpstreamConn::OnFrame(std::string_view frame) {
     return;
   }
   Pending* slot = inflight_.front();
+  if (!slot->request.empty() && frame[0] == '-') {
+    const protocol::Redirect redirect = protocol::ParseRedirect(frame);
+    if (redirect.kind != protocol::RedirectKind::kNone) {
+      inflight_.pop_front();
+      if (server_->router().Redirect(this, slot, redirect, frame)) return;
+      inflight_.push_front(slot);
+    }
+  }
+  if (slot->sink != nullptr) {
+    inflight_.pop_front();
+    return ClusterRouter::Deliver(slot, frame);
+  }
   if (slot->plan != nullptr) {
     // A plan step: each of its replies goes to the plan, which may send its next step on this
     // connection (so the slot leaves the FIFO first).
@@ -354,7 +370,8 @@ void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
     int64_t id = 0;
     if (protocol::StringToInt64(frame.substr(1, frame.size() - 3), &id)) set_redis_client_id(id);
   }
-  if (slot->hook == Hook::kProbe) server_->pool().OnProbeReply(frame);
+  if (slot->hook == Hook::kProbe) pool_->OnProbeReply(frame);
+  if (slot->hook == Hook::kClusterSlots) server_->router().OnSlotsReply(this, frame);
   if (slot->frames_left < 0) slot->frames_left = 1;
   // Only a subscribe-family reply may end early with an error; the replies of internal
   // requests are counted exactly.
@@ -422,8 +439,8 @@ void UpstreamConn::FailAll(const std::string& reply) {
       runner->OnFail(reply);
       continue;
     }
-    if (slot->client == nullptr) {
-      delete slot;
+    if (slot->sink != nullptr || slot->client == nullptr) {
+      ClusterRouter::Deliver(slot, reply);
       continue;
     }
     // An error frame completes any slot, even one owed several frames.
@@ -447,10 +464,14 @@ void UpstreamConn::Close(const std::string& reason) {
     PinRegistry::Clear(owner->id());
     owner->OnPinLost();
   }
+  // On a cluster, the node's slots cannot be served until the cluster fails over: Redis's own
+  // word for that.
   std::string reply =
-      protocol::errors::UpstreamUnavailable(HostOf(server_->upstream_address()) + ": " + reason);
+      server_->router().cluster()
+          ? std::string("-CLUSTERDOWN The cluster is down\r\n")
+          : protocol::errors::UpstreamUnavailable(HostOf(pool_->address()) + ": " + reason);
   FailAll(reply);
-  server_->pool().OnConnClosed(this);
+  pool_->OnConnClosed(this);
   out_.Clear();
   uv_close(&sock_.handle, OnClose);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), OnClose);

@@ -84,7 +84,7 @@ Client::Dispatched Client::SendWithUpstreamId(const protocol::Command& cmd, size
   }
   Dispatched result = Dispatched::kDone;
   bool acquired = false;
-  UpstreamConn* target = TargetFor(out.own_conn, &result, &acquired);
+  UpstreamConn* target = TargetFor(out.pool, out.own_conn, &result, &acquired);
   if (target == nullptr) return result;
   ApplyDispatchState(out.effect, out);
   Pending* p = NewPlanSlot(target);

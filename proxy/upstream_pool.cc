@@ -5,6 +5,7 @@
 #include "protocol/encoder.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/log.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
@@ -18,7 +19,8 @@ constexpr uint64_t kDemandRetryMs = 100;
 
 }  // namespace
 
-UpstreamPool::UpstreamPool(Server* server) : server_(server) {}
+UpstreamPool::UpstreamPool(Server* server, UpstreamAddress address)
+    : server_(server), address_(std::move(address)) {}
 
 UpstreamPool::~UpstreamPool() = default;
 
@@ -36,7 +38,7 @@ void UpstreamPool::Start() {
 
 void UpstreamPool::Connect(Slot* slot) {
   slot->last_attempt_ms = uv_now(server_->loop());
-  slot->conn = new UpstreamConn(server_, UpstreamConn::Kind::kShared);
+  slot->conn = new UpstreamConn(this, UpstreamConn::Kind::kShared);
 }
 
 void UpstreamPool::ReconnectOnDemand() {
@@ -76,7 +78,7 @@ UpstreamConn* UpstreamPool::AcquirePinned(Client* owner) {
     idle_pinned_.pop_back();
     if (!conn->usable()) conn = nullptr;
   }
-  if (conn == nullptr) conn = new UpstreamConn(server_, UpstreamConn::Kind::kPinned);
+  if (conn == nullptr) conn = new UpstreamConn(this, UpstreamConn::Kind::kPinned);
   conn->set_owner(owner);
   conn->in_use_ = true;
   ++pinned_in_use_;
@@ -120,6 +122,7 @@ void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
     slot->conn = nullptr;
     slot->last_error = conn->last_error();
     ++server_->stats().upstream_errors;
+    server_->router().RefreshSoon();
     if (closing_) return;
     // A connection that worked restarts the backoff; repeated failures double it up to the cap.
     const int cap = std::max(kFirstBackoffMs, server_->options().reconnect_max_ms);
@@ -127,7 +130,7 @@ void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
                            ? kFirstBackoffMs
                            : std::min(cap, std::max(kFirstBackoffMs, slot->backoff_ms * 2));
     if (conn->ever_ready_) {
-      LOG_WARNING("upstream %s connection lost: %s", server_->upstream_address().text.c_str(),
+      LOG_WARNING("upstream %s connection lost: %s", address_.text.c_str(),
                   conn->last_error().c_str());
     }
     uv_timer_start(&slot->timer, OnReconnect, static_cast<uint64_t>(slot->backoff_ms), 0);
@@ -193,7 +196,7 @@ void UpstreamPool::CheckTimeouts(uint64_t now, uint64_t timeout_ms) {
 void UpstreamPool::StartProbe(uint64_t now) {
   probe_state_ = Probe::kWaiting;
   probe_started_ms_ = now;
-  probe_ = new UpstreamConn(server_, UpstreamConn::Kind::kProbe);
+  probe_ = new UpstreamConn(this, UpstreamConn::Kind::kProbe);
   auto* p = new Pending;
   p->hook = Hook::kProbe;
   probe_->Send(std::string_view("*1\r\n$4\r\nPING\r\n"), p);
@@ -207,8 +210,8 @@ void UpstreamPool::OnProbeReply(std::string_view frame) {
   const bool busy = frame.rfind("-BUSY", 0) == 0 || frame.rfind("-LOADING", 0) == 0;
   if (busy && probe_state_ == Probe::kWaiting) {
     LOG_VERBOSE("upstream %s is busy (%.*s): waiting connections are not stalled",
-                server_->upstream_address().text.c_str(),
-                static_cast<int>(std::min<size_t>(frame.size(), 80) - 2), frame.data());
+                address_.text.c_str(), static_cast<int>(std::min<size_t>(frame.size(), 80) - 2),
+                frame.data());
   }
   if (probe_state_ == Probe::kWaiting) probe_state_ = busy ? Probe::kBusy : Probe::kNotBusy;
 }
