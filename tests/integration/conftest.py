@@ -14,6 +14,13 @@ its own proxies, so test files can run in parallel (ctest -j).
                          Its stderr/stdout go to a file in tmp, printed when the test fails.
     bp                -> proxy() with default flags
     hiredis_client    -> path of the hiredis test program
+    redis_cluster     -> a bp_cluster.RedisCluster (3 masters, 1 replica each), started once per
+                         test module and stopped after it (tests FLUSHALL it as they need)
+    cluster_factory   -> starts private clusters: cluster_factory(masters=3, replicas=1,
+                         extra_args=(), password=None); stopped after the test
+    cluster_proxy     -> factory like `proxy`: cluster_proxy(*extra_flags, cluster=None, env=None)
+                         starts bloomproxy with --upstream-cluster <seeds of redis_cluster (or
+                         `cluster`)>; stopped and checked at teardown like `proxy`
 
 Run:  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration [-k NAME]
   or: ctest -L integration -j2 --output-on-failure   (from the build directory)
@@ -34,6 +41,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bp_helpers  # noqa: E402
+from bp_cluster import RedisCluster  # noqa: E402
 from bp_helpers import (REDIS_BY_PORT, restart_redis_server, start_proxy,  # noqa: E402
                         start_redis_with_retry)
 
@@ -113,7 +121,10 @@ def proxy(request, redis_instance, tmp_path):
         return p
 
     yield start
+    _stop_proxies(request, started)
 
+
+def _stop_proxies(request, started):
     problems = []
     for p in started:
         try:
@@ -157,3 +168,47 @@ def helpers():
 def bp(proxy):
     """A bloomproxy with default flags in front of `redis_instance`."""
     return proxy()
+
+
+@pytest.fixture(scope="module")
+def redis_cluster(tmp_path_factory):
+    """One Redis Cluster per test module (3 masters with a replica each)."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster_factory(tmp_path):
+    clusters = []
+
+    def start(masters=3, replicas=1, extra_args=(), password=None):
+        cluster = RedisCluster(tmp_path / f"cluster{len(clusters)}", masters=masters,
+                               replicas=replicas, extra_args=extra_args, password=password)
+        clusters.append(cluster)
+        return cluster.start()
+
+    yield start
+    for c in clusters:
+        c.stop()
+
+
+@pytest.fixture
+def cluster_proxy(request, tmp_path):
+    """bloomproxy in front of a cluster: redis_cluster unless `cluster=` is given."""
+    started = []
+
+    def start(*extra_args, cluster=None, env=None, port=None):
+        if cluster is None:
+            cluster = request.getfixturevalue("redis_cluster")
+        p = start_proxy(tmp_path / f"cluster-proxy{len(started)}", None,
+                        extra_args=("--upstream-cluster", cluster.seeds(), *extra_args),
+                        env=env, port=port)
+        started.append(p)
+        return p
+
+    yield start
+    _stop_proxies(request, started)
