@@ -40,7 +40,7 @@ class UpstreamPool;
 // What the client must learn from a reply besides forwarding it.
 enum class Hook : uint8_t {
   kNone,
-  kInfo,          // append the "# Proxy" section to the upstream's INFO
+  kInfo,          // INFO: cluster_enabled:1, and (`arg` 1) the "# Proxy" section appended
   kSelect,        // +OK: the connection's db is now `arg`
   kMulti,         // +OK: in a transaction (the commands queued from now on are counted)
   kExec,          // EXEC: the transaction and the watches are over; the proxy's answers and the
@@ -350,7 +350,7 @@ class Client {
   void ApplySubscriptionFrame(Pending* slot, std::string_view frame);
   std::string AddBfCommands(Hook hook, std::string_view frame);
   std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
-  std::string WithProxySection(std::string_view frame);
+  std::string WithProxySection(std::string_view frame, bool proxy_section);
 
   // transaction.cc
   // A command inside MULTI: queued upstream, followed, answered at EXEC, or a tunnel.

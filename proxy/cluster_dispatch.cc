@@ -45,11 +45,6 @@ int Client::CommandSlot(const Command& cmd, const CommandInfo* info) {
 Client::Dispatched Client::RouteInCluster(const Command& cmd, const CommandInfo* info,
                                           const Route& route, Outgoing* out) {
   ClusterRouter& router = server_->router();
-  if (router.WaitForMap(id_)) {
-    // Right after start: which node serves what is not known yet.
-    Pause(kPauseTopology);
-    return Dispatched::kRetryLater;
-  }
   if (pinned_ != nullptr && (in_pubsub() || subscribing_ > 0 || monitor_ || in_multi_)) {
     out->pool = pinned_->pool();  // the upstream of its connection state decides
     return Dispatched::kForward;

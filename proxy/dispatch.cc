@@ -61,6 +61,11 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     Pause(kPausePlan);
     return Dispatched::kRetryLater;
   }
+  if (server_->router().cluster() && server_->router().WaitForMap(id_)) {
+    // Right after start: which cluster node serves what is not known yet.
+    Pause(kPauseTopology);
+    return Dispatched::kRetryLater;
+  }
   ++server_->stats().commands_processed;
   char name_buf[32];
   std::string_view name;
@@ -185,8 +190,9 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
 }
 
 void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoing* out) {
-  if (name == "info" && InfoWantsProxySection(cmd)) {
+  if (name == "info") {
     out->hook = Hook::kInfo;
+    out->arg = InfoWantsProxySection(cmd);
     return;
   }
   if (name != "command" || !server_->bf_emulate()) return;

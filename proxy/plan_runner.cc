@@ -1,7 +1,9 @@
 #include "proxy/plan_runner.h"
 
 #include "protocol/errors.h"
+#include "protocol/reply_framer.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
@@ -12,10 +14,14 @@ PlanRunner::PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamConn
     : server_(server), slots_(std::move(slots)), conn_(conn), plan_(std::move(plan)) {}
 
 void PlanRunner::Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
-                     std::unique_ptr<filters::Plan> plan) {
+                     std::unique_ptr<filters::Plan> plan, int key_slot) {
   // A client that leaves now orphans its slot; the runner frees it.
   for (Pending* slot : slots) slot->in_flight = true;
   auto* runner = new PlanRunner(server, std::move(slots), conn, std::move(plan));
+  runner->key_slot_ = key_slot;
+  if (!runner->slots_.empty() && runner->slots_[0]->client != nullptr) {
+    runner->hint_ = runner->slots_[0]->client->shared_hint();
+  }
   filters::PlanStep step;
   runner->plan_->Start(&step);
   runner->Send(step);
@@ -26,12 +32,15 @@ void PlanRunner::Send(filters::PlanStep& step) {
     if (step.done) return Finish(std::move(step.reply));
     return Finish("-ERR internal error: plan step without requests\r\n");
   }
+  const bool cluster = server_->router().cluster();
   if (!conn_->usable()) {
     // The wording of the connection's own error replies (UpstreamConn::Close).
-    return Finish(step.done ? std::move(step.reply)
-                            : protocol::errors::UpstreamUnavailable(conn_->address().text + ": " +
-                                                                    conn_->last_error()));
+    if (step.done) return Finish(std::move(step.reply));
+    return Finish(cluster ? std::string("-CLUSTERDOWN The cluster is down\r\n")
+                          : protocol::errors::UpstreamUnavailable(conn_->address().text + ": " +
+                                                                  conn_->last_error()));
   }
+  if (cluster && conn_->shared()) return SendParts(step);
   // Requests of the last step are still sent (cleanup, counts); their replies are dropped by an
   // internal slot.
   auto* p = new Pending;
@@ -47,6 +56,38 @@ void PlanRunner::OnFrame(std::string_view frame, bool last) {
   replies_->Add(frame);
   if (!last) return;
   std::unique_ptr<filters::StepReplies> replies = std::move(replies_);
+  filters::PlanStep step;
+  plan_->OnReplies(*replies, &step);
+  Send(step);
+}
+
+void PlanRunner::SendParts(filters::PlanStep& step) {
+  std::string_view rest = step.requests;
+  parts_.assign(step.replies, std::string());
+  parts_left_ = step.replies;
+  for (uint32_t i = 0; i < step.replies && !rest.empty(); ++i) {
+    // Requests are RESP arrays, which the reply framer frames as well as a reply.
+    protocol::ReplyFramer framer;
+    size_t length = rest.size();
+    if (framer.Next(rest, &length) != protocol::FrameStatus::kComplete) length = rest.size();
+    auto* p = new Pending;
+    p->plan_step = true;
+    if (!step.done) p->sink = this;
+    p->part = i;
+    p->cluster_slot = key_slot_;
+    p->request.assign(rest.substr(0, length));
+    rest.remove_prefix(length);
+    conn_->Send(std::string_view(p->request), p);
+  }
+  if (step.done) Finish(std::move(step.reply));
+}
+
+void PlanRunner::OnPart(uint32_t part, std::string_view frame) {
+  if (part < parts_.size()) parts_[part].assign(frame);
+  if (parts_left_ == 0 || --parts_left_ > 0) return;
+  auto replies = std::make_unique<filters::StepReplies>(&server_->decoder());
+  for (const std::string& reply : parts_) replies->Add(reply);
+  parts_.clear();
   filters::PlanStep step;
   plan_->OnReplies(*replies, &step);
   Send(step);

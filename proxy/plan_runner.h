@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "filters/bf_plan.h"
+#include "proxy/reply_sink.h"
 
 namespace bloomproxy::proxy {
 
@@ -18,12 +19,13 @@ class Server;
 class UpstreamConn;
 struct Pending;
 
-class PlanRunner {
+class PlanRunner : public ReplySink {
  public:
   // Starts `plan` for `slots` (one per command; marked in flight until the plan is done). With
-  // several slots, slot i gets the plan's MemberReplies()[i].
+  // several slots, slot i gets the plan's MemberReplies()[i]. `key_slot`: the cluster slot of
+  // the plan's keys (a filter's keys share one), for the redirections of its requests.
   static void Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
-                  std::unique_ptr<filters::Plan> plan);
+                  std::unique_ptr<filters::Plan> plan, int key_slot = -1);
 
   // One reply frame of the current step (called by the upstream connection). `last` is true
   // for the step's last frame; the slot carrying the step is already off the connection.
@@ -31,10 +33,18 @@ class PlanRunner {
   // The connection failed: the plan ends with `error_reply`.
   void OnFail(const std::string& error_reply);
 
+  // On a cluster each request of a step is a part of its own, redirected on its own (a
+  // migration may have moved some of the filter's keys and not others); the step's replies
+  // are put back in order once all are in.
+  void OnPart(uint32_t part, std::string_view frame) override;
+  size_t hint() const override { return hint_; }
+
  private:
   PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
              std::unique_ptr<filters::Plan> plan);
   void Send(filters::PlanStep& step);
+  // Sends the step's requests one part each (cluster).
+  void SendParts(filters::PlanStep& step);
   void Finish(std::string reply);
 
   Server* server_;
@@ -42,6 +52,10 @@ class PlanRunner {
   UpstreamConn* conn_;
   std::unique_ptr<filters::Plan> plan_;
   std::unique_ptr<filters::StepReplies> replies_;
+  int key_slot_ = -1;
+  size_t hint_ = 0;
+  std::vector<std::string> parts_;  // the replies of the step's parts, in request order
+  size_t parts_left_ = 0;
 };
 
 }  // namespace bloomproxy::proxy

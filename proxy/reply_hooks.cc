@@ -29,7 +29,7 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
   // Subscribe-family confirmations are pushes: Redis sends them even under CLIENT REPLY OFF.
   if (!slot->suppress || slot->hook == Hook::kSubscribe) {
     if (slot->hook == Hook::kInfo && !is_error && !frame.empty() && frame[0] == '$') {
-      slot->data.append(WithProxySection(frame));
+      slot->data.append(WithProxySection(frame, slot->arg != 0));
     } else if ((slot->hook == Hook::kCommandAll || slot->hook == Hook::kCommandCount) &&
                !is_error) {
       slot->data.append(AddBfCommands(slot->hook, frame));
@@ -69,16 +69,18 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
   return true;
 }
 
-std::string Client::WithProxySection(std::string_view frame) {
-  // The upstream's INFO text plus this proxy's own section, as one bulk.
+std::string Client::WithProxySection(std::string_view frame, bool proxy_section) {
+  // The upstream's INFO text plus (when asked for) this proxy's own section, as one bulk.
   protocol::ReplyPtr r = server_->decoder().Decode(frame);
   std::string body = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
   // Clients see a cluster (CLUSTER SLOTS and friends answer as one node), also in front of a
   // standalone server: cluster-aware clients check this field before they ask.
   const size_t field = body.find("cluster_enabled:0");
   if (field != std::string::npos) body[field + 16] = '1';
-  body += "\r\n";
-  body += server_->ProxySection();
+  if (proxy_section) {
+    body += "\r\n";
+    body += server_->ProxySection();
+  }
   std::string bulk;
   protocol::AppendBulk(&bulk, body);
   return bulk;

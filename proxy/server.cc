@@ -12,6 +12,7 @@
 
 #include "conf/loader.h"
 #include "protocol/errors.h"
+#include "protocol/key_slot.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
 #include "proxy/log.h"
@@ -230,7 +231,8 @@ void Server::LaunchBatches() {
     request.items.assign(b->items.begin(), b->items.end());
     std::unique_ptr<filters::Plan> plan =
         filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
-    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan));
+    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan),
+                    protocol::KeySlot(b->key));
   }
 }
 
