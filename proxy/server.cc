@@ -231,8 +231,7 @@ void Server::LaunchBatches() {
     request.items.assign(b->items.begin(), b->items.end());
     std::unique_ptr<filters::Plan> plan =
         filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
-    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan),
-                    protocol::KeySlot(b->key));
+    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key));
   }
 }
 
