@@ -33,6 +33,12 @@ inline constexpr std::string_view kBadClientName =
 inline constexpr std::string_view kMaxClients = "-ERR max number of clients reached\r\n";
 
 // Upstream trouble, for the one request it affects. Redis has no equivalent.
+// Redis Cluster's words (cluster.c clusterRedirectClient) for what the proxy answers on a
+// cluster: keys in two slots, and a slot no reachable master serves.
+inline constexpr std::string_view kCrossSlot =
+    "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
+inline constexpr std::string_view kClusterDown = "-CLUSTERDOWN The cluster is down\r\n";
+inline constexpr std::string_view kSlotNotServed = "-CLUSTERDOWN Hash slot not served\r\n";
 inline constexpr std::string_view kUpstreamUnavailablePrefix = "-ERR upstream unavailable";
 inline constexpr std::string_view kShuttingDown =
     "-ERR upstream unavailable (proxy shutting down)\r\n";

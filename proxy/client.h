@@ -311,8 +311,9 @@ class Client {
                          const protocol::Route& route);
   Dispatched FanOut(const protocol::Command& cmd, const protocol::Route& route);
   Dispatched ScanMasters(const protocol::Command& cmd);
-  // A reply slot for a command answered by a SplitRequest.
-  Pending* NewSplitSlot();
+  // A reply slot, in flight, for a command whose requests the router sends (a SplitRequest, a
+  // request held for its node).
+  Pending* NewRoutedSlot();
   // Sends the MULTI that waited for the transaction's first command (on a cluster the
   // transaction lives on that command's node). False when `cmd` must wait (*result).
   bool StartDeferredMulti(const protocol::Command& cmd, const protocol::CommandInfo* info,

@@ -22,8 +22,6 @@ using protocol::Spread;
 
 namespace {
 
-constexpr std::string_view kCrossSlot =
-    "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
 constexpr std::string_view kMulti = "*1\r\n$5\r\nMULTI\r\n";
 
 bool IsWildcard(std::string_view ip) { return ip == "0.0.0.0" || ip == "::" || ip.empty(); }
@@ -67,7 +65,7 @@ Client::Dispatched Client::RouteInCluster(const Command& cmd, const CommandInfo*
       out->slot = CommandSlot(cmd, info);
       if (out->slot == kSeveralSlots) {
         if (route.spread == Spread::kSplit) return SplitByNode(cmd, info, route);
-        ReplyLocal(kCrossSlot);
+        ReplyLocal(protocol::errors::kCrossSlot);
         return Dispatched::kDone;
       }
       break;
@@ -78,7 +76,7 @@ Client::Dispatched Client::RouteInCluster(const Command& cmd, const CommandInfo*
   return Dispatched::kForward;
 }
 
-Pending* Client::NewSplitSlot() {
+Pending* Client::NewRoutedSlot() {
   Pending* p = NewSlot();
   replies_.push_back(p);
   p->in_flight = true;
@@ -119,7 +117,7 @@ Client::Dispatched Client::SplitByNode(const Command& cmd, const CommandInfo* in
       protocol::AppendCommand(&parts[i].request, args[i]);
     }
   }
-  SplitRequest::Run(server_, NewSplitSlot(), shared_slot_, std::move(parts), route.merge,
+  SplitRequest::Run(server_, NewRoutedSlot(), shared_slot_, std::move(parts), route.merge,
                     key_positions_.size());
   return Dispatched::kDone;
 }
@@ -144,7 +142,7 @@ Client::Dispatched Client::FanOut(const Command& cmd, const Route& route) {
     parts[i].dedicated = route.conn == protocol::Conn::kDedicated;
     parts[i].up_to_date = route.effect == protocol::Effect::kWait;
   }
-  SplitRequest::Run(server_, NewSplitSlot(), shared_slot_, std::move(parts), route.merge, 0);
+  SplitRequest::Run(server_, NewRoutedSlot(), shared_slot_, std::move(parts), route.merge, 0);
   return Dispatched::kDone;
 }
 
@@ -173,8 +171,8 @@ Client::Dispatched Client::ScanMasters(const Command& cmd) {
   parts[0].pool = masters[node];
   parts[0].slot = server_->router().OtherSlotOf(masters[node], -1);
   protocol::AppendCommand(&parts[0].request, args);
-  SplitRequest::Run(server_, NewSplitSlot(), shared_slot_, std::move(parts), protocol::Merge::kNone,
-                    0, static_cast<int>(node), masters.size());
+  SplitRequest::Run(server_, NewRoutedSlot(), shared_slot_, std::move(parts),
+                    protocol::Merge::kNone, 0, static_cast<int>(node), masters.size());
   return Dispatched::kDone;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "protocol/encoder.h"
+#include "protocol/errors.h"
 #include "proxy/client.h"
 #include "proxy/log.h"
 #include "proxy/reply_sink.h"
@@ -13,8 +14,6 @@ namespace {
 
 constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 constexpr std::string_view kClusterSlots = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
-constexpr std::string_view kSlotNotServed = "-CLUSTERDOWN Hash slot not served\r\n";
-constexpr std::string_view kClusterDown = "-CLUSTERDOWN The cluster is down\r\n";
 
 std::string HostOf(const UpstreamAddress& a) {
   std::string host;
@@ -69,7 +68,7 @@ void ClusterRouter::CloseAll() {
   }
   std::deque<Held> held;
   held.swap(held_);
-  for (Held& h : held) Deliver(h.slot, kClusterDown);
+  for (Held& h : held) Deliver(h.slot, protocol::errors::kClusterDown);
   for (auto& [text, pool] : pools_) pool->CloseAll();
 }
 
@@ -303,7 +302,8 @@ void ClusterRouter::RetryHeld(uint64_t now) {
     if (!h.error.empty()) {
       Deliver(slot, h.error);
     } else {
-      Deliver(slot, pool == nullptr ? kSlotNotServed : kClusterDown);
+      Deliver(slot,
+              pool == nullptr ? protocol::errors::kSlotNotServed : protocol::errors::kClusterDown);
     }
   }
 }

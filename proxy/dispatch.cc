@@ -411,7 +411,7 @@ UpstreamConn* Client::TargetFor(UpstreamPool* pool, bool own_conn, Dispatched* r
     // state: its shared connection there, unless it needs a connection of its own, which the
     // client cannot have on two nodes.
     if (own_conn) {
-      ReplyLocal("-CROSSSLOT Keys in request don't hash to the same slot\r\n");
+      ReplyLocal(errors::kCrossSlot);
       *result = Dispatched::kDone;
       return nullptr;
     }
@@ -598,7 +598,7 @@ void Client::ReplyProtocolError(const std::string& error) {
 
 void Client::ReplyUnavailable(UpstreamPool* pool) {
   if (server_->router().cluster()) {
-    ReplyLocal("-CLUSTERDOWN The cluster is down\r\n");
+    ReplyLocal(errors::kClusterDown);
     return;
   }
   if (pool == nullptr) pool = server_->router().Any();
@@ -608,7 +608,7 @@ void Client::ReplyUnavailable(UpstreamPool* pool) {
 Client::Dispatched Client::HoldForNode(const Command& cmd, Outgoing& out) {
   // On a cluster, no reachable node serves the slot now (a failover, a map not read yet): the
   // router sends it once one does (or answers -CLUSTERDOWN after a while).
-  Pending* p = NewSplitSlot();
+  Pending* p = NewRoutedSlot();
   p->request.assign(out.rewritten.empty() ? RequestBytes(cmd) : out.rewritten);
   p->cluster_slot = out.slot;
   ApplyDispatchState(out.effect, out);

@@ -36,7 +36,7 @@ void PlanRunner::Send(filters::PlanStep& step) {
   if (!conn_->usable()) {
     // The wording of the connection's own error replies (UpstreamConn::Close).
     if (step.done) return Finish(std::move(step.reply));
-    return Finish(cluster ? std::string("-CLUSTERDOWN The cluster is down\r\n")
+    return Finish(cluster ? std::string(protocol::errors::kClusterDown)
                           : protocol::errors::UpstreamUnavailable(conn_->address().text + ": " +
                                                                   conn_->last_error()));
   }

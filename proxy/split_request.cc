@@ -1,5 +1,6 @@
 #include "proxy/split_request.h"
 
+#include "protocol/errors.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
 #include "proxy/server.h"
@@ -45,7 +46,7 @@ void SplitRequest::Send(uint32_t i) {
   }
   // Not resent elsewhere: it holds its own connection, which a redirection would not have.
   if (!part.pool->Reachable()) {
-    ClusterRouter::Deliver(p, "-CLUSTERDOWN The cluster is down\r\n");
+    ClusterRouter::Deliver(p, protocol::errors::kClusterDown);
     return;
   }
   UpstreamConn* conn = part.pool->AcquirePinned(nullptr);

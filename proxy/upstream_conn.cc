@@ -468,7 +468,7 @@ void UpstreamConn::Close(const std::string& reason) {
   // word for that.
   std::string reply =
       server_->router().cluster()
-          ? std::string("-CLUSTERDOWN The cluster is down\r\n")
+          ? std::string(protocol::errors::kClusterDown)
           : protocol::errors::UpstreamUnavailable(HostOf(pool_->address()) + ": " + reason);
   FailAll(reply);
   pool_->OnConnClosed(this);
