@@ -153,6 +153,16 @@ const Directive kDirectives[] = {
        return true;
      },
      [](const Options& o) { return ShowString(JoinSeeds(o.upstream_cluster), "none"); }},
+    {"upstream-kind", 1, "KIND", "what upstream is: redis or sharding-proxy (twemproxy, Codis)",
+     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
+       if (a[0] != "redis" && a[0] != "sharding-proxy") {
+         *e = Quote(a[0]) + " is not an upstream kind (redis or sharding-proxy)";
+         return false;
+       }
+       s->options->upstream_kind = a[0];
+       return true;
+     },
+     [](const Options& o) { return o.upstream_kind; }},
     {"announce-ip", 1, "ADDR", "address shown to cluster-aware clients",
      [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
        if (!IsIpLiteral(a[0], AF_INET) && !IsIpLiteral(a[0], AF_INET6)) {
@@ -485,6 +495,18 @@ void Validate(const Options& options, std::vector<std::string>* errors) {
   }
   if (!options.upstream_user.empty() && options.upstream_password.empty()) {
     errors->push_back("upstream-user is set but upstream-password is not");
+  }
+  if (options.upstream_kind == "sharding-proxy") {
+    if (!options.upstream_cluster.empty()) {
+      errors->push_back(
+          "upstream-kind sharding-proxy and upstream-cluster exclude each other: a sharding "
+          "proxy (twemproxy, Codis) is given with --upstream HOST:PORT");
+    }
+    if (!options.upstream_user.empty()) {
+      errors->push_back(
+          "upstream-user is not supported with upstream-kind sharding-proxy: twemproxy and "
+          "Codis take AUTH with a password only (set upstream-password alone)");
+    }
   }
   if (options.proto_max_bulk_len > options.client_query_buffer_limit) {
     errors->push_back("proto-max-bulk-len (" + ShowMemory(options.proto_max_bulk_len) +

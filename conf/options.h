@@ -72,6 +72,10 @@ struct Options {
   // upstream-cluster HOST:PORT[,HOST:PORT...]: a Redis Cluster's seed nodes, instead of
   // `upstream` (the two exclude each other). The proxy reads the slot map from them.
   std::vector<std::string> upstream_cluster;
+  // upstream-kind: what `upstream` is. "redis" (a Redis server) or "sharding-proxy" (twemproxy
+  // or Codis in front of several Redis servers: only the commands both forward are sent, and a
+  // filter's keys all share its name's hash tag; docs/sharding-proxy.md).
+  std::string upstream_kind = "redis";
   // The address the proxy announces as the one node of the cluster it shows clients (CLUSTER
   // SLOTS, SHARDS, NODES); empty / 0: the listening address and port.
   std::string announce_ip;

@@ -15,6 +15,7 @@
 #include "filters/bloom.h"
 #include "filters/plan_requests.h"
 #include "protocol/reply_decoder.h"
+#include "protocol/sharding_proxy.h"
 
 namespace bloomproxy::filters {
 
@@ -22,6 +23,9 @@ namespace bloomproxy::filters {
 struct BfConfig {
   BfDefaults defaults;
   uint64_t max_shard_bytes = 64ULL * 1024 * 1024 - 16;
+  // Behind a sharding proxy plans use only the commands it forwards (BITFIELD for
+  // BITFIELD_RO, small scripts with keys for RENAMENX and PEXPIRETIME).
+  protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis;
 };
 
 // What the proxy knows of one filter: its parameters (immutable once created) and links.

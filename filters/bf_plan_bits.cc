@@ -13,6 +13,7 @@
 #include "filters/bf_plan_state.h"
 #include "filters/bloom.h"
 #include "filters/plan_requests.h"
+#include "filters/sharding_requests.h"
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters::bf_plan_internal {
@@ -100,7 +101,7 @@ void BfPlan::AddBitfields(Requests* req, size_t link, bool set, BitOps* ops) {
     out.clear();
     out.reserve(64 + ops->ops[c] * 40);
     protocol::AppendArrayHeader(&out, 2 + static_cast<int64_t>(ops->ops[c]) * (set ? 4 : 3));
-    protocol::AppendBulk(&out, set ? "BITFIELD" : "BITFIELD_RO");
+    protocol::AppendBulk(&out, set ? "BITFIELD" : ReadBitsCommand(config_->upstream));
     protocol::AppendBulk(&out, meta_->BitsKey(link, ops->shards[c]));
     for (size_t x = 0; x < ops->offsets.size(); ++x) {
       if (ops->command[x] != c) continue;
@@ -122,7 +123,7 @@ void BfPlan::AddBitfields(Requests* req, size_t link, bool set, BitOps* ops) {
       }
       out.append(op, static_cast<size_t>(p - op));
     }
-    req->AddEncoded(out, set ? "BITFIELD" : "BITFIELD_RO");
+    req->AddEncoded(out, set ? "BITFIELD" : ReadBitsCommand(config_->upstream));
     ReplyCheck& check = req->Last();
     check.kind = ReplyCheck::Kind::kBits;
     check.role = ReplyCheck::Role::kShard;

@@ -2,7 +2,8 @@
 // metadata hash published under the name with RENAMENX, so that one creator wins), from the
 // command's parameters or from a BF.LOADCHUNK dump header; and a new link of a scaling filter
 // when the newest one is full, created by any number of proxies at once (RENAMENX of each
-// shard, HSETNX of the link's field) and given the name's TTL.
+// shard, HSETNX of the link's field) and given the name's TTL. Behind a sharding proxy, which
+// refuses RENAMENX and PEXPIRETIME, the scripts of filters/sharding_requests.h do the same.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,10 +15,38 @@
 #include "filters/bloom.h"
 #include "filters/key_layout.h"
 #include "filters/plan_requests.h"
+#include "filters/sharding_requests.h"
 
 namespace bloomproxy::filters::bf_plan_internal {
 
 // --- creation ---------------------------------------------------------------------------
+
+namespace {
+
+// The fields of a filter's metadata hash (bf_meta.h), as HSET takes them.
+std::vector<std::string> MetaFields(const FilterMeta& meta) {
+  std::vector<std::string> fields = {std::string(kMarkerField),
+                                     std::string(kMarkerValue),
+                                     "id",
+                                     meta.id,
+                                     "error",
+                                     DoubleBits(meta.error),
+                                     "capacity",
+                                     U64(meta.capacity),
+                                     "expansion",
+                                     U64(meta.expansion),
+                                     "options",
+                                     U64(meta.options),
+                                     "shard",
+                                     U64(meta.shard_bytes)};
+  for (size_t l = 0; l < meta.links.size(); ++l) {
+    fields.push_back("l" + std::to_string(l));
+    fields.push_back(EncodeLink(meta.links[l]));
+  }
+  return fields;
+}
+
+}  // namespace
 
 // A new filter: its bits and counts first, then its metadata, published with RENAMENX so
 // that exactly one creator wins, whatever the name holds.
@@ -51,33 +80,23 @@ void BfPlan::Create(PlanStep* step) {
   for (size_t l = 0; l < meta->links.size(); ++l) {
     AddLinkKeys(&req, *meta, l, meta->counts[l], /*shared=*/false);
   }
-  const std::string tmp = meta->prefix + ":bf:" + meta->id + ":new";
-  std::vector<std::string> hset = {"HSET",
-                                   tmp,
-                                   std::string(kMarkerField),
-                                   std::string(kMarkerValue),
-                                   "id",
-                                   meta->id,
-                                   "error",
-                                   DoubleBits(meta->error),
-                                   "capacity",
-                                   U64(meta->capacity),
-                                   "expansion",
-                                   U64(meta->expansion),
-                                   "options",
-                                   U64(meta->options),
-                                   "shard",
-                                   U64(meta->shard_bytes)};
-  for (size_t l = 0; l < meta->links.size(); ++l) {
-    hset.push_back("l" + std::to_string(l));
-    hset.push_back(EncodeLink(meta->links[l]));
-  }
-  req.Add(hset);
-  req.Last().kind = ReplyCheck::Kind::kInteger;
-  req.Add({"RENAMENX", tmp, name_});
-  req.Last().kind = ReplyCheck::Kind::kInteger;
+  AddPublish(&req, *meta);
   EndStep(step);
   pending_meta_ = meta;
+}
+
+// The metadata of a new filter, published under its name only if the name is free: written to
+// a temporary key and moved with RENAMENX (a sharding proxy refuses RENAMENX: a script does the
+// same there). The last reply says whether it was published (1) or the name was taken (0).
+void BfPlan::AddPublish(Requests* req, const FilterMeta& meta) const {
+  if (ShardingProxy()) return AddPublishIfFree(req, name_, MetaFields(meta));
+  const std::string tmp = meta.prefix + ":bf:" + meta.id + ":new";
+  std::vector<std::string> hset = {"HSET", tmp};
+  for (std::string& f : MetaFields(meta)) hset.push_back(std::move(f));
+  req->Add(hset);
+  req->Last().kind = ReplyCheck::Kind::kInteger;
+  req->Add({"RENAMENX", tmp, name_});
+  req->Last().kind = ReplyCheck::Kind::kInteger;
 }
 
 // A link's shard keys, created at full size in one step each, and its count key.
@@ -88,7 +107,7 @@ void BfPlan::Create(PlanStep* step) {
 // so its shards are built under a private name and moved in place with RENAMENX (the first
 // wins; a later one must not overwrite bits already set).
 void BfPlan::AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count,
-                         bool shared) {
+                         bool shared) const {
   const uint64_t shards = meta.ShardCount(link);
   for (uint64_t s = 0; s < shards; ++s) {
     const uint64_t len = ShardSize(meta, link, s);
@@ -103,6 +122,11 @@ void BfPlan::AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int
     };
     if (!shared) {
       req->Add({"SETRANGE", key, U64(len - 1), std::string_view("\0", 1)});
+      describe(ReplyCheck::Kind::kLength);
+      continue;
+    }
+    if (ShardingProxy()) {
+      AddShardIfMissing(req, key, len);
       describe(ReplyCheck::Kind::kLength);
       continue;
     }
@@ -174,8 +198,12 @@ void BfPlan::CreateLink(PlanStep* step) {
   req.Last().kind = ReplyCheck::Kind::kCount;
   req.Last().role = ReplyCheck::Role::kCount;
   req.Last().link = static_cast<uint32_t>(l);
-  req.Add({"PEXPIRETIME", name_});
-  req.Last().kind = ReplyCheck::Kind::kInteger;
+  if (ShardingProxy()) {
+    AddExpireTime(&req, name_);
+  } else {
+    req.Add({"PEXPIRETIME", name_});
+    req.Last().kind = ReplyCheck::Kind::kInteger;
+  }
   EndStep(step);
   pending_meta_ = next;
 }

@@ -76,9 +76,12 @@ class BfPlan : public Plan {
 
   // --- steps, replies, restarts (bf_plan.cc) ----------------------------------------------
 
-  bool Creates() const;      // the command creates the filter when the name is free
-  bool NeedsCounts() const;  // the command reads the counts before its own round
-  bool Adding() const;       // BF.ADD / BF.MADD / BF.INSERT
+  bool Creates() const;         // the command creates the filter when the name is free
+  bool NeedsCounts() const;     // the command reads the counts before its own round
+  bool Adding() const;          // BF.ADD / BF.MADD / BF.INSERT
+  bool ShardingProxy() const {  // the upstream refuses some commands (sharding_requests.h)
+    return config_->upstream == protocol::UpstreamKind::kShardingProxy;
+  }
   Requests& BeginStep(PlanStep* step);
   void EndStep(PlanStep* step);
   void Finish(PlanStep* step, std::string reply);
@@ -112,8 +115,9 @@ class BfPlan : public Plan {
   // --- creation (bf_plan_create.cc) -------------------------------------------------------
 
   void Create(PlanStep* step);
-  static void AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count,
-                          bool shared);
+  void AddPublish(Requests* req, const FilterMeta& meta) const;
+  void AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count,
+                   bool shared) const;
   void OnCreate(StepReplies& r, PlanStep* step);
   void CreateLink(PlanStep* step);
   void OnCreateLink(StepReplies& r, PlanStep* step);

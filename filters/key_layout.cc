@@ -3,6 +3,7 @@
 #include <array>
 
 #include "protocol/key_slot.h"
+#include "protocol/sharding_proxy.h"
 
 namespace bloomproxy::filters {
 
@@ -34,6 +35,16 @@ std::string DataKeyPrefix(std::string_view name) {
   prefix.push_back('}');
   prefix.append(name);
   return prefix;
+}
+
+bool KeptWholeBehindShardingProxy(std::string_view name) {
+  // The marker holds the name twice; ":bf:m:", braces, and a data key's id, link and shard
+  // numbers take less than 100 bytes.
+  static_assert(2 * kShardingProxyMaxName + 100 < protocol::kShardingProxyMaxKey);
+  if (name.size() > kShardingProxyMaxName) return false;
+  bool has_tag = false;
+  protocol::HashTag(name, &has_tag);
+  return has_tag || (!name.empty() && name.find_first_of("{}") == std::string_view::npos);
 }
 
 std::string BitsKey(std::string_view prefix, std::string_view id, size_t link, size_t shard) {

@@ -34,6 +34,15 @@ namespace bloomproxy::filters {
 // anything) == protocol::KeySlot(name) for any suffix without braces.
 std::string DataKeyPrefix(std::string_view name);
 
+// Whether every key of filter `name` goes to the name's server behind a sharding proxy
+// (protocol/sharding_proxy.h). twemproxy and Codis hash a key's tag, or the whole key, not Redis
+// Cluster's slots, so only the first two rules of DataKeyPrefix keep a filter whole there: the
+// name has a tag, or is non-empty without braces. Its longest key (the marker, about twice the
+// name) must also stay below protocol::kShardingProxyMaxKey: the name has at most
+// kShardingProxyMaxName bytes.
+constexpr size_t kShardingProxyMaxName = 7900;
+bool KeptWholeBehindShardingProxy(std::string_view name);
+
 // Data key names.
 std::string BitsKey(std::string_view prefix, std::string_view id, size_t link, size_t shard);
 std::string CountKey(std::string_view prefix, std::string_view id, size_t link);

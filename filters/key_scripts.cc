@@ -165,7 +165,8 @@ std::vector<std::string_view> KeyCommandNames(const std::vector<std::string_view
   return {};
 }
 
-bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* request) {
+bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* request,
+                       protocol::UpstreamKind upstream) {
   const Kind kind = KindOf(args);
   if (kind == Kind::kNone) return false;
   std::vector<std::string> prefixes;
@@ -178,7 +179,8 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
   switch (kind) {
     case Kind::kType:
       marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
-      out = {"EVAL_RO", TypeScript(), count_storage, args[1], marker};
+      out = {upstream == protocol::UpstreamKind::kShardingProxy ? "EVAL" : "EVAL_RO", TypeScript(),
+             count_storage, args[1], marker};
       break;
     case Kind::kDelete:
       for (size_t i = 1; i < args.size(); ++i) prefixes.push_back(DataKeyPrefix(args[i]));

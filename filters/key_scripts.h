@@ -19,12 +19,17 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/sharding_proxy.h"
+
 namespace bloomproxy::filters {
 
 // Appends to *request the script request that runs `args` (a client command) on whole filters.
 // Returns false, appending nothing, when `args` is not one of the commands above or has a
 // number of arguments Redis would refuse (then it goes upstream as it is, for Redis's error).
-bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* request);
+// Behind a sharding proxy TYPE's script goes with EVAL (it refuses EVAL_RO); RENAME and
+// RENAMENX never get there (it refuses them).
+bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* request,
+                       protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis);
 
 // The names the command touches (for the proxy's filter cache); empty if not a key command.
 std::vector<std::string_view> KeyCommandNames(const std::vector<std::string_view>& args);

@@ -298,6 +298,13 @@ class Client {
   Dispatched HoldForNode(const protocol::Command& cmd, Outgoing& out);
   Dispatched DeferMulti();
 
+  // sharding_dispatch.cc
+  // Behind a sharding proxy: answers a command it would refuse with an error (true).
+  bool RefusedByShardingProxy(const protocol::Command& cmd);
+  // Whether the command's keys (then in key_positions_) have several hash tags (a key without
+  // a tag is its own), so that a sharding proxy may place them on several servers.
+  bool KeysInSeveralTags(const protocol::Command& cmd, const protocol::CommandInfo* info);
+
   // cluster_dispatch.cc
   // Where a command goes on a Redis Cluster: out->pool and out->slot for one node (kForward),
   // or split per node, sent to every master, or answered here (-CROSSSLOT).

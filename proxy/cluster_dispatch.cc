@@ -89,22 +89,29 @@ Client::Dispatched Client::SplitByNode(const Command& cmd, const CommandInfo* in
   // key_positions_ holds the keys (CommandSlot). A key's arguments are the key and, for MSET,
   // its value: step arguments from the key on. Parts are found by a linear search: commands
   // with thousands of keys in thousands of slots are rare, and a map would cost every MGET.
+  // Behind a sharding proxy (one pool, no slots) the same split is made per hash tag: keys of
+  // one tag are on one server.
   const size_t step = info->key_step > 0 ? static_cast<size_t>(info->key_step) : 1;
+  const bool by_tag = server_->sharding_proxy();
   ClusterRouter& router = server_->router();
   std::vector<SplitRequest::Part> parts;
   std::vector<std::vector<std::string_view>> args;
+  std::vector<std::string_view> tags;
   for (size_t k = 0; k < key_positions_.size(); ++k) {
     const size_t pos = key_positions_[k];
     const int slot = protocol::KeySlot(cmd.args[pos]);
+    bool has_tag = false;
+    const std::string_view tag = by_tag ? protocol::HashTag(cmd.args[pos], &has_tag) : "";
     // One part per slot: a node refuses keys of two slots in one command even when it serves
     // both (the parts for one node are pipelined on one connection).
     size_t i = 0;
-    while (i < parts.size() && parts[i].slot != slot) ++i;
+    while (i < parts.size() && (parts[i].slot != slot || tags[i] != tag)) ++i;
     if (i == parts.size()) {
       parts.emplace_back();
       parts.back().pool = router.ForSlot(slot);
       parts.back().slot = slot;
       args.push_back({cmd.args[0]});
+      tags.push_back(tag);
     }
     parts[i].positions.push_back(k);
     for (size_t j = pos; j < pos + step && j < cmd.args.size(); ++j) args[i].push_back(cmd.args[j]);

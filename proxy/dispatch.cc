@@ -136,6 +136,7 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
     const Dispatched d = HandleHere(cmd, route, info, name);
     if (d != Dispatched::kForward) return d;
   }
+  if (RefusedByShardingProxy(cmd)) return Dispatched::kDone;
   Outgoing out;
   if (!PrepareEffect(cmd, route, info, &out)) return Dispatched::kDone;
   if (route.effect == Effect::kMulti && pinned_ == nullptr && server_->router().cluster()) {
@@ -146,6 +147,10 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
     if (d != Dispatched::kForward) return d;
   } else {
     out.pool = server_->router().masters().front();
+    if (server_->sharding_proxy() && route.spread == protocol::Spread::kSplit &&
+        KeysInSeveralTags(cmd, sub ? sub : info)) {
+      return SplitByNode(cmd, sub ? sub : info, route);
+    }
   }
   if (!upstream_decides && server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey)) {
     RewriteKeyCommand(cmd, &out.rewritten);

@@ -2,6 +2,7 @@
 // turn's batch for their filter, and the client's later commands wait until the plan has
 // answered. Key commands on a filter's name (the command table's kTraitFilterKey) are one Lua
 // script each (filters/key_scripts.h), sent like any command.
+#include "filters/key_layout.h"
 #include "protocol/errors.h"
 #include "protocol/key_slot.h"
 #include "proxy/activity.h"
@@ -17,6 +18,10 @@ using filters::BfCommand;
 using protocol::Command;
 
 namespace {
+
+constexpr std::string_view kNotKeptWhole =
+    "-ERR bloomproxy: behind a sharding proxy a filter's name needs a {hash tag}, or no braces "
+    "at all, and at most 7900 bytes, so that all its keys stay on one server\r\n";
 
 bool Writes(BfCommand c) {
   return c == BfCommand::kReserve || c == BfCommand::kAdd || c == BfCommand::kMAdd ||
@@ -51,6 +56,10 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
       ReplyLocal(error);
       return Dispatched::kDone;
     }
+    if (server_->sharding_proxy() && !filters::KeptWholeBehindShardingProxy(request.key)) {
+      ReplyLocal(kNotKeptWhole);
+      return Dispatched::kDone;
+    }
     if (!deferred && (bf == BfCommand::kAdd || bf == BfCommand::kMAdd)) {
       return JoinBatch(request, /*exists=*/false);
     }
@@ -66,7 +75,7 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
 }
 
 bool Client::RewriteKeyCommand(const Command& cmd, std::string* request) {
-  if (!filters::KeyCommandRequest(cmd.args, request)) return false;
+  if (!filters::KeyCommandRequest(cmd.args, request, server_->bf_config().upstream)) return false;
   // The names may stop being (or become) filters: the cache learns them again when used.
   for (std::string_view name : filters::KeyCommandNames(cmd.args)) {
     server_->filter_cache().Erase(name);

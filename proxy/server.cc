@@ -42,6 +42,9 @@ Server::Server(const conf::Options& options, int index) : options_(options), ind
   bf_config_.defaults.capacity = static_cast<uint64_t>(options.bf_initial_capacity);
   bf_config_.defaults.expansion = static_cast<uint32_t>(options.bf_expansion);
   bf_config_.max_shard_bytes = static_cast<uint64_t>(options.bf_max_shard_bytes);
+  if (options.upstream_kind == "sharding-proxy") {
+    bf_config_.upstream = protocol::UpstreamKind::kShardingProxy;
+  }
   router_ = std::make_unique<ClusterRouter>(this);
 }
 
@@ -386,6 +389,7 @@ std::string Server::ProxySection() const {
   for (const UpstreamPool* pool : router_->masters()) masters_up += pool->shared_count() > 0;
   field("upstream", UpstreamText());
   field("upstream_mode", router_->cluster() ? "cluster" : "standalone");
+  field("upstream_kind", options_.upstream_kind);
   if (router_->cluster()) {
     field("upstream_cluster_masters", std::to_string(router_->masters().size()));
     field("upstream_cluster_masters_up", std::to_string(masters_up));
@@ -398,6 +402,9 @@ std::string Server::ProxySection() const {
   field("total_commands_processed", std::to_string(stats_.commands_processed));
   field("rejected_connections", std::to_string(stats_.rejected_connections));
   field("upstream_connection_errors", std::to_string(stats_.upstream_errors));
+  if (sharding_proxy()) {
+    field("sharding_proxy_refused_commands", std::to_string(stats_.sharding_proxy_refused));
+  }
   return s;
 }
 

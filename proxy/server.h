@@ -46,6 +46,7 @@ struct Stats {
   uint64_t connections_received = 0;
   uint64_t rejected_connections = 0;
   uint64_t upstream_errors = 0;
+  uint64_t sharding_proxy_refused = 0;  // commands a sharding proxy would refuse
 };
 
 class Server {
@@ -88,6 +89,10 @@ class Server {
   const CommandAcl* acl(std::string_view user) const { return acls_.Find(user); }
   // BF.* emulation: on unless bf-mode is forward.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
+  // Whether the upstream is a sharding proxy (twemproxy, Codis): protocol/sharding_proxy.h.
+  bool sharding_proxy() const {
+    return bf_config_.upstream == protocol::UpstreamKind::kShardingProxy;
+  }
   const filters::BfConfig& bf_config() const { return bf_config_; }
   filters::FilterCache& filter_cache() { return filter_cache_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.

@@ -201,7 +201,9 @@ void UpstreamConn::StartHandshake() {
     p->hook = Hook::kAuthUpstream;
     slots.push_back(p);
   }
-  if (kind_ == Kind::kShared) {
+  // A sharding proxy refuses INFO and CLIENT (closing the connection): nothing is asked.
+  const bool sharding = server_->sharding_proxy();
+  if (kind_ == Kind::kShared && !sharding) {
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"INFO", "server"});
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"INFO", "replication"});
     for (int i = 0; i < 2; ++i) {
@@ -210,7 +212,7 @@ void UpstreamConn::StartHandshake() {
       slots.push_back(p);
     }
   }
-  if (kind_ == Kind::kPinned && pool_->address().is_unix) {
+  if (kind_ == Kind::kPinned && pool_->address().is_unix && !sharding) {
     // Over TCP the id is looked up in CLIENT LIST when needed (see set_redis_client_id).
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
     auto* p = new Pending;

@@ -6,11 +6,11 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libuv1-dev libhiredis-dev robin-map-dev libgtest-dev
-  redis-server redis-tools
+  redis-server redis-tools nutcracker
   python3 python3-redis python3-pytest
 )
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(nutcracker gnuplot-nox)
+  packages+=(gnuplot-nox)
 fi
 
 missing=()

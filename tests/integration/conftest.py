@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bp_helpers  # noqa: E402
 from bp_cluster import RedisCluster  # noqa: E402
+from bp_nutcracker import Twemproxy  # noqa: E402
 from bp_helpers import (REDIS_BY_PORT, restart_redis_server, start_proxy,  # noqa: E402
                         start_redis_with_retry)
 
@@ -206,6 +207,35 @@ def cluster_proxy(request, tmp_path):
             cluster = request.getfixturevalue("redis_cluster")
         p = start_proxy(tmp_path / f"cluster-proxy{len(started)}", None,
                         extra_args=("--upstream-cluster", cluster.seeds(), *extra_args),
+                        env=env, port=port)
+        started.append(p)
+        return p
+
+    yield start
+    _stop_proxies(request, started)
+
+
+@pytest.fixture(scope="module")
+def twemproxy(tmp_path_factory):
+    """One nutcracker in front of 2 redis-servers per test module."""
+    tw = Twemproxy(tmp_path_factory.mktemp("twemproxy"))
+    try:
+        tw.start()
+        yield tw
+    finally:
+        tw.stop()
+
+
+@pytest.fixture
+def sharding_proxy(request, tmp_path):
+    """bloomproxy with --upstream-kind sharding-proxy in front of `twemproxy` (or `tw=`)."""
+    started = []
+
+    def start(*extra_args, tw=None, env=None, port=None):
+        if tw is None:
+            tw = request.getfixturevalue("twemproxy")
+        p = start_proxy(tmp_path / f"sharding-proxy{len(started)}", tw.address,
+                        extra_args=("--upstream-kind", "sharding-proxy", *extra_args),
                         env=env, port=port)
         started.append(p)
         return p
