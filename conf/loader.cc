@@ -153,7 +153,7 @@ const Directive kDirectives[] = {
        return true;
      },
      [](const Options& o) { return ShowString(JoinSeeds(o.upstream_cluster), "none"); }},
-    {"upstream-kind", 1, "KIND", "what upstream is: redis or sharding-proxy (twemproxy, Codis)",
+    {"upstream-kind", 1, "KIND", "redis, or sharding-proxy (twemproxy, Codis)",
      [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
        if (a[0] != "redis" && a[0] != "sharding-proxy") {
          *e = Quote(a[0]) + " is not an upstream kind (redis or sharding-proxy)";

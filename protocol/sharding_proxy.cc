@@ -171,16 +171,56 @@ constexpr std::array kTwemproxy = {
 // Codis 3 (pkg/proxy/mapper.go): the commands flagged FlagNotAllow, answered with an error.
 // Every other command, known to it or not, is forwarded to the server of its first argument.
 constexpr std::string_view kCodisRefuses[] = {
-    "bgrewriteaof", "bgsave",       "bitop",        "blpop",           "brpop",
-    "brpoplpush",   "client",       "config",       "dbsize",          "debug",
-    "discard",      "exec",         "flushall",     "flushdb",         "keys",
-    "lastsave",     "latency",      "migrate",      "monitor",         "move",
-    "msetnx",       "multi",        "object",       "psubscribe",      "psync",
-    "publish",      "punsubscribe", "randomkey",    "rename",          "renamenx",
-    "replconf",     "restore",      "save",         "scan",            "script",
-    "shutdown",     "slaveof",      "slotscheck",   "slotsdel",        "slotsmgrtone",
-    "slotsmgrtslot", "slotsmgrttagone", "slotsmgrttagslot", "slowlog", "subscribe",
-    "sync",         "time",         "unsubscribe",  "unwatch",         "watch",
+    "bgrewriteaof",
+    "bgsave",
+    "bitop",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "client",
+    "config",
+    "dbsize",
+    "debug",
+    "discard",
+    "exec",
+    "flushall",
+    "flushdb",
+    "keys",
+    "lastsave",
+    "latency",
+    "migrate",
+    "monitor",
+    "move",
+    "msetnx",
+    "multi",
+    "object",
+    "psubscribe",
+    "psync",
+    "publish",
+    "punsubscribe",
+    "randomkey",
+    "rename",
+    "renamenx",
+    "replconf",
+    "restore",
+    "save",
+    "scan",
+    "script",
+    "shutdown",
+    "slaveof",
+    "slotscheck",
+    "slotsdel",
+    "slotsmgrtone",
+    "slotsmgrtslot",
+    "slotsmgrttagone",
+    "slotsmgrttagslot",
+    "slowlog",
+    "subscribe",
+    "sync",
+    "time",
+    "unsubscribe",
+    "unwatch",
+    "watch",
 };
 
 // Why a command is refused (kNone: forwarded).
@@ -300,8 +340,8 @@ bool ShardingProxyForwards(const std::vector<std::string_view>& args) {
 std::string ShardingProxyRefusal(const std::vector<std::string_view>& args) {
   std::string name;
   for (char c : args.empty() ? std::string_view() : args[0].substr(0, 64)) {
-    const bool plain = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-                       c == '.' || c == '|';
+    const bool plain =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '|';
     name += plain ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '?';
   }
   std::string detail;

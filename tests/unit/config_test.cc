@@ -706,6 +706,7 @@ TEST(ConfigTest, UsageMentionsEveryFlagAndDefault) {
                            "--unixsocketperm",
                            "--upstream",
                            "--upstream-cluster",
+                           "--upstream-kind",
                            "--announce-ip",
                            "--announce-port",
                            "--upstream-user",
@@ -797,6 +798,53 @@ TEST(ConfigTest, ExampleConfigFile) {
     bool commented = text.str().find(std::string("# ") + directive + " ") != std::string::npos;
     EXPECT_TRUE(active || commented) << directive;
   }
+}
+
+TEST(ConfigTest, UpstreamKind) {
+  Options o;
+  std::vector<std::string> errors;
+  EXPECT_EQ(o.upstream_kind, "redis");
+  ParseConfigText("upstream-kind sharding-proxy\n", "t", &o, &errors);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(o.upstream_kind, "sharding-proxy");
+  for (const char* bad : {"upstream-kind twemproxy\n", "upstream-kind\n", "upstream-kind Redis\n",
+                          "upstream-kind redis cluster\n"}) {
+    Options other;
+    std::vector<std::string> errs;
+    ParseConfigText(bad, "t", &other, &errs);
+    EXPECT_FALSE(errs.empty()) << bad;
+    EXPECT_EQ(other.upstream_kind, "redis") << bad;
+  }
+  LoadResult flags = Load({"--upstream", "127.0.0.1:22121", "--upstream-kind", "sharding-proxy",
+                           "--upstream-password", "secret"});
+  EXPECT_TRUE(flags.errors.empty()) << Joined(flags.errors);
+  EXPECT_EQ(flags.options.upstream_kind, "sharding-proxy");
+}
+
+TEST(ConfigTest, ShardingProxyExcludesClusterAndUpstreamUser) {
+  Options o;
+  o.upstream_kind = "sharding-proxy";
+  o.upstream_cluster = {"127.0.0.1:7000"};
+  std::vector<std::string> errors;
+  Validate(o, &errors);
+  ASSERT_EQ(errors.size(), 1u) << Joined(errors);
+  EXPECT_NE(errors[0].find("upstream-kind sharding-proxy and upstream-cluster"), std::string::npos)
+      << errors[0];
+
+  o.upstream_cluster.clear();
+  o.upstream = "127.0.0.1:22121";
+  o.upstream_user = "proxy";
+  o.upstream_password = "secret";
+  errors.clear();
+  Validate(o, &errors);
+  ASSERT_EQ(errors.size(), 1u) << Joined(errors);
+  EXPECT_NE(errors[0].find("upstream-user"), std::string::npos) << errors[0];
+  EXPECT_EQ(errors[0].find("secret"), std::string::npos) << errors[0];
+
+  o.upstream_user.clear();
+  errors.clear();
+  Validate(o, &errors);
+  EXPECT_TRUE(errors.empty()) << Joined(errors);
 }
 
 }  // namespace
