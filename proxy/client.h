@@ -300,7 +300,10 @@ class Client {
 
   // sharding_dispatch.cc
   // Behind a sharding proxy: answers a command it would refuse with an error (true).
-  bool RefusedByShardingProxy(const protocol::Command& cmd);
+  bool RefusedByShardingProxy(const protocol::Command& cmd, const protocol::Route& route);
+  // Answers a command after a refused MULTI (true): EXEC -EXECABORT, DISCARD +OK, MULTI
+  // Redis's nesting error, anything else an error (it is not run).
+  bool RefusedInTransaction(const protocol::Command& cmd, const protocol::Route& route);
   // Whether the command's keys (then in key_positions_) have several hash tags (a key without
   // a tag is its own), so that a sharding proxy may place them on several servers.
   bool KeysInSeveralTags(const protocol::Command& cmd, const protocol::CommandInfo* info);
@@ -442,6 +445,9 @@ class Client {
   std::vector<size_t> key_positions_;
   bool deferred_multi_ = false;
   bool multi_aborted_ = false;  // a command of the deferred transaction found no node
+  // Behind a sharding proxy: MULTI was refused, and the commands up to EXEC / DISCARD are
+  // refused too, so that nothing meant to run atomically runs on its own.
+  bool multi_refused_ = false;
   int multi_slot_ = -1;
 
   // Connection state, as the proxy tracks it. Dispatch-time flags route commands; reply-time

@@ -132,11 +132,11 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
     Pause(kPauseBarrier);
     return Dispatched::kRetryLater;
   }
+  if (RefusedInTransaction(cmd, route)) return Dispatched::kDone;
   if (!upstream_decides) {
     const Dispatched d = HandleHere(cmd, route, info, name);
     if (d != Dispatched::kForward) return d;
   }
-  if (RefusedByShardingProxy(cmd)) return Dispatched::kDone;
   Outgoing out;
   if (!PrepareEffect(cmd, route, info, &out)) return Dispatched::kDone;
   if (route.effect == Effect::kMulti && pinned_ == nullptr && server_->router().cluster()) {
@@ -190,6 +190,7 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
     Dispatched d = HandleLocal(cmd, name);
     if (d != Dispatched::kForward) return d;
   }
+  if (RefusedByShardingProxy(cmd, route)) return Dispatched::kDone;
   if (route.conn == Conn::kTunnel) return EnterTunnel(cmd);
   return Dispatched::kForward;
 }

@@ -460,6 +460,7 @@ Client::Dispatched Client::HandleReset(const Command& cmd) {
 
 void Client::ResetClientState() {
   ClearConnectionState();
+  multi_refused_ = false;
   name_.clear();
   user_ = "default";
   acl_ = nullptr;

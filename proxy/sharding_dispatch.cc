@@ -2,6 +2,9 @@
 // commands it refuses are answered here with an error, so that no client's command makes it
 // close a shared connection; commands Redis Cluster would split per slot are split per hash
 // tag (the unit a sharding proxy places), so that each part has its keys on one server.
+#include <cctype>
+#include <string>
+
 #include "protocol/command_keys.h"
 #include "protocol/key_slot.h"
 #include "protocol/sharding_proxy.h"
@@ -12,11 +15,45 @@ namespace bloomproxy::proxy {
 
 using protocol::Command;
 using protocol::CommandInfo;
+using protocol::Route;
 
-bool Client::RefusedByShardingProxy(const Command& cmd) {
+bool Client::RefusedByShardingProxy(const Command& cmd, const Route& route) {
   if (!server_->sharding_proxy() || protocol::ShardingProxyForwards(cmd.args)) return false;
   ++server_->stats().sharding_proxy_refused;
   ReplyLocal(protocol::ShardingProxyRefusal(cmd.args));
+  // A client that sends MULTI ... EXEC in one go (a pipelined transaction) must not see its
+  // commands run one by one: they are refused until EXEC or DISCARD, as Redis aborts a
+  // transaction with a rejected command.
+  if (route.effect == protocol::Effect::kMulti) multi_refused_ = true;
+  return true;
+}
+
+bool Client::RefusedInTransaction(const Command& cmd, const Route& route) {
+  if (!multi_refused_) return false;
+  switch (route.effect) {
+    case protocol::Effect::kExec:
+      multi_refused_ = false;
+      ReplyLocal("-EXECABORT Transaction discarded because of previous errors.\r\n");
+      return true;
+    case protocol::Effect::kDiscard:
+      multi_refused_ = false;
+      ReplyLocal("+OK\r\n");
+      return true;
+    case protocol::Effect::kMulti:
+      ReplyLocal("-ERR MULTI calls can not be nested\r\n");
+      return true;
+    default:
+      break;
+  }
+  std::string name;
+  for (char c : cmd.args[0].substr(0, 64)) {
+    name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'
+                ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                : '?';
+  }
+  ReplyLocal("-ERR bloomproxy: '" + name +
+             "' not run: it follows a MULTI, and transactions are not supported behind a "
+             "sharding proxy (upstream-kind sharding-proxy); EXEC or DISCARD ends it\r\n");
   return true;
 }
 
