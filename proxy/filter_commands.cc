@@ -49,8 +49,9 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
     filters::BfRequest request;
     std::string error = filters::ParseBfRequest(cmd.args, server_->bf_config().defaults, &request);
     // BF.INFO's field and BF.SCANDUMP's iterator are checked after the key, as RedisBloom does.
+    // (Its arity is right then: three arguments. The key may be empty.)
     const bool deferred =
-        !error.empty() && !request.key.empty() &&
+        !error.empty() && cmd.args.size() == 3 &&
         (request.command == BfCommand::kInfo || request.command == BfCommand::kScanDump);
     if (!error.empty() && !deferred) {
       ReplyLocal(error);

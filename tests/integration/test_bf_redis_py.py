@@ -224,6 +224,10 @@ def test_loadchunk_refusals_leave_the_connection_usable(bp):
             (("BF.EXISTS", "rp:h", "x"), b":1\r\n"),
             (("BF.LOADCHUNK", "rp:h", "x", b"zz"), b"-ERR Second argument must be numeric\r\n"),
             (("BF.CARD", "rp:h"), b":1\r\n"),
+            # BF.INFO's field and SCANDUMP's iterator are read after the key, even an empty one.
+            (("BF.INFO", "", "bogus"), b"-ERR not found\r\n"),
+            (("BF.SCANDUMP", "", "x"), b"-ERR not found\r\n"),
+            (("BF.INFO", "rp:h", "bogus"), b"-Invalid information value\r\n"),
         ]:
             c.send(encode_command(*args))
             try:

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/key_slot.h"
+#include "protocol/sharding_proxy.h"
 
 namespace bloomproxy::filters {
 namespace {
@@ -143,6 +144,116 @@ TEST(DataKeyTest, KeyNames) {
       EXPECT_TRUE(keys.insert(BitsKey("{u}", "id", link, shard)).second);
     }
   }
+}
+
+// --- behind a sharding proxy ------------------------------------------------------------------
+
+// What twemproxy hashes to pick a server (nc_server.c server_pool_idx, hash_tag "{}"): the text
+// between the first '{' and the first '}' after it when that text is not empty, else the whole
+// key.
+std::string TwemproxyHashInput(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close - open > 1) {
+      return std::string(key.substr(open + 1, close - open - 1));
+    }
+  }
+  return std::string(key);
+}
+
+// What Codis hashes (pkg/proxy/mapper.go Hash): the text between the first '{' and the
+// first '}' after it, even when empty; else the whole key.
+std::string CodisHashInput(std::string_view key) {
+  const size_t open = key.find('{');
+  if (open != std::string_view::npos) {
+    const size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos) return std::string(key.substr(open + 1, close - open - 1));
+  }
+  return std::string(key);
+}
+
+TEST(ShardingProxyNameTest, HashInputsOfTheTwoProxies) {
+  EXPECT_EQ(TwemproxyHashInput("users"), "users");
+  EXPECT_EQ(TwemproxyHashInput("{users}:bf:1"), "users");
+  EXPECT_EQ(TwemproxyHashInput("a{}b{c}"), "a{}b{c}");
+  EXPECT_EQ(CodisHashInput("a{}b{c}"), "");
+  EXPECT_EQ(CodisHashInput("x{y}z{w}"), "y");
+  EXPECT_EQ(CodisHashInput("a}b{"), "a}b{");
+}
+
+TEST(ShardingProxyNameTest, WhichNamesStayWhole) {
+  // A {tag}, or no braces at all.
+  for (std::string_view name : {"users", "c1:a1", "app{grp}x", "{u}", "{users}:extra", "x{y}z{w}",
+                                "a{b}}", "with space", "a{{b}", "}a{b}"}) {
+    EXPECT_TRUE(KeptWholeBehindShardingProxy(name)) << name;
+  }
+  // Empty, braces without a tag.
+  for (std::string_view name :
+       {"", "a}b", "a{b", "{}x", "x{}y{z}", "{}", "}{", "{", "}", "{}{x}"}) {
+    EXPECT_FALSE(KeptWholeBehindShardingProxy(name)) << name;
+  }
+  // At most 7900 bytes.
+  EXPECT_EQ(kShardingProxyMaxName, 7900u);
+  EXPECT_TRUE(KeptWholeBehindShardingProxy(std::string(7900, 'n')));
+  EXPECT_FALSE(KeptWholeBehindShardingProxy(std::string(7901, 'n')));
+  EXPECT_TRUE(KeptWholeBehindShardingProxy("{t}" + std::string(7897, 'n')));
+  EXPECT_FALSE(KeptWholeBehindShardingProxy("{t}" + std::string(7898, 'n')));
+}
+
+// The names KeptWholeBehindShardingProxy accepts, among SampleNames() and some of the longest.
+std::vector<std::string> NamesKeptWhole() {
+  std::vector<std::string> names;
+  for (const std::string& name : SampleNames()) {
+    if (KeptWholeBehindShardingProxy(name)) names.push_back(name);
+  }
+  names.push_back(std::string(kShardingProxyMaxName, 'n'));
+  names.push_back(std::string(kShardingProxyMaxName - 3, '}') + "{t}");
+  names.push_back("{" + std::string(kShardingProxyMaxName - 2, 't') + "}");
+  names.push_back(std::string(kShardingProxyMaxName - 3, '{') + "{t}");
+  names.push_back("{t}" + std::string(kShardingProxyMaxName - 3, '{'));
+  return names;
+}
+
+TEST(ShardingProxyNameTest, EveryKeyOfAFilterKeptWholeGoesToTheNamesServer) {
+  const std::vector<std::string> names = NamesKeptWhole();
+  ASSERT_GT(names.size(), 600u);
+  for (const std::string& name : names) {
+    ASSERT_TRUE(KeptWholeBehindShardingProxy(name)) << name.substr(0, 40);
+    const std::string prefix = DataKeyPrefix(name);
+    const std::string twemproxy = TwemproxyHashInput(name);
+    const std::string codis = CodisHashInput(name);
+    std::vector<std::string> keys = {MarkerKey(prefix, name)};
+    for (std::string_view id : {"0", "5f3a9c21", "deadbeefcafebabe", "ffffffffffffffff"}) {
+      for (size_t link : {0, 1, 9, 63}) {
+        keys.push_back(CountKey(prefix, id, link));
+        for (size_t shard : {size_t{0}, size_t{1}, size_t{17}, size_t{4294967295}}) {
+          keys.push_back(BitsKey(prefix, id, link, shard));
+        }
+      }
+    }
+    for (const std::string& key : keys) {
+      EXPECT_EQ(TwemproxyHashInput(key), twemproxy) << key.substr(0, 60);
+      EXPECT_EQ(CodisHashInput(key), codis) << key.substr(0, 60);
+      EXPECT_LT(key.size(), protocol::kShardingProxyMaxKey) << key.substr(0, 60);
+    }
+    EXPECT_LT(name.size(), protocol::kShardingProxyMaxKey);
+  }
+}
+
+TEST(ShardingProxyNameTest, NamesRefusedWouldBeSplit) {
+  // Why the others are refused: some key of theirs goes elsewhere under one of the rules.
+  for (std::string_view name : {"", "a}b", "a{b", "{}x", "x{}y{z}", "{}", "}{", "{", "}"}) {
+    const std::string prefix = DataKeyPrefix(name);
+    const std::string bits = BitsKey(prefix, "deadbeefcafebabe", 0, 0);
+    EXPECT_TRUE(TwemproxyHashInput(bits) != TwemproxyHashInput(name) ||
+                CodisHashInput(bits) != CodisHashInput(name))
+        << name;
+  }
+  // Too long: the marker (the name twice) would reach twemproxy's key bound.
+  const std::string name(2 * protocol::kShardingProxyMaxKey / 3, 'n');
+  EXPECT_FALSE(KeptWholeBehindShardingProxy(name));
+  EXPECT_GE(MarkerKey(DataKeyPrefix(name), name).size(), protocol::kShardingProxyMaxKey);
 }
 
 }  // namespace

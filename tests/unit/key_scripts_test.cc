@@ -12,14 +12,17 @@
 
 #include "filters/key_layout.h"
 #include "protocol/request_parser.h"
+#include "protocol/sharding_proxy.h"
 
 namespace bloomproxy::filters {
 namespace {
 
 // The arguments of the request built for `args`, or {} when none is.
-std::vector<std::string> RequestFor(std::vector<std::string_view> args) {
+std::vector<std::string> RequestFor(
+    std::vector<std::string_view> args,
+    protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis) {
   std::string request;
-  if (!KeyCommandRequest(args, &request)) {
+  if (!KeyCommandRequest(args, &request, upstream)) {
     EXPECT_TRUE(request.empty());
     return {};
   }
@@ -95,6 +98,63 @@ TEST(KeyScriptsTest, ScriptsNeverOpenATransactionNorReadAHashUnmarked) {
       EXPECT_LT(marker, hmget);
     }
     EXPECT_EQ(s.find("'HGET'"), std::string_view::npos);
+  }
+}
+
+TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
+  EXPECT_EQ(RequestFor({"TYPE", "users"}, protocol::UpstreamKind::kRedis)[0], "EVAL_RO");
+  const auto r = RequestFor({"type", "users"}, protocol::UpstreamKind::kShardingProxy);
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL", std::string(TypeScript()), "2", "users",
+                                         "{users}:bf:m:users"}));
+  // The other key commands are the same request either way.
+  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"DEL", "a", "b"},
+                                             {"UNLINK", "a"},
+                                             {"EXPIRE", "a", "10"},
+                                             {"PERSIST", "a"},
+                                             {"PEXPIREAT", "a", "1", "NX"}}) {
+    EXPECT_EQ(RequestFor(args, protocol::UpstreamKind::kShardingProxy), RequestFor(args))
+        << args[0];
+  }
+}
+
+TEST(KeyScriptsTest, BehindAShardingProxyEveryRequestIsForwarded) {
+  const std::string longest_key(protocol::kShardingProxyMaxKey - 1, 'k');
+  const std::string longest_name(kShardingProxyMaxName, 'n');
+  const std::string longest_tagged = "{t}" + std::string(kShardingProxyMaxName - 3, 'n');
+  std::vector<std::string_view> names = {"users", "app{grp}x", "{u}",        "a}b",
+                                         "",      "x{}y{z}",   longest_name, longest_tagged};
+  std::vector<std::vector<std::string_view>> commands;
+  for (std::string_view n : names) {
+    commands.push_back({"TYPE", n});
+    commands.push_back({"type", n});
+  }
+  // DEL, UNLINK, EXPIRE's family: any key twemproxy takes (the client's command went through
+  // the same check).
+  names.push_back(longest_key);
+  for (std::string_view n : names) {
+    for (std::string_view del : {"DEL", "UNLINK", "del"}) {
+      commands.push_back({del, n});
+      commands.push_back({del, "a", n, "{u}b"});
+    }
+    for (std::string_view exp : {"EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT", "expire"}) {
+      commands.push_back({exp, n, "100"});
+      commands.push_back({exp, n, "100", "NX"});
+    }
+    commands.push_back({"PERSIST", n});
+  }
+  std::vector<std::string_view> many = {"DEL"};
+  for (int i = 0; i < 300; ++i) many.push_back(names[static_cast<size_t>(i) % 4]);
+  commands.push_back(many);
+  for (const auto& args : commands) {
+    std::string request;
+    ASSERT_TRUE(KeyCommandRequest(args, &request, protocol::UpstreamKind::kShardingProxy))
+        << args[0];
+    const std::vector<std::string> r = RequestFor(args, protocol::UpstreamKind::kShardingProxy);
+    ASSERT_GE(r.size(), 4u);
+    EXPECT_EQ(r[0], "EVAL");
+    const std::vector<std::string_view> views(r.begin(), r.end());
+    EXPECT_TRUE(protocol::ShardingProxyForwards(views))
+        << args[0] << " " << args[1].substr(0, 20) << ": " << protocol::ShardingProxyRefusal(views);
   }
 }
 
