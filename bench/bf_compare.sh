@@ -30,18 +30,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; }
 
-ROUNDS="${ROUNDS:-3}"
-QUICK=0
-while (($#)); do
-  case "$1" in
-    --rounds) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die "--rounds needs a positive integer"
-              ROUNDS="$2"; shift 2 ;;
-    --rounds=*) ROUNDS="${1#*=}"; [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "bad --rounds"; shift ;;
-    --quick) QUICK=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) usage; die "unknown argument: $1" ;;
-  esac
-done
+parse_round_args "$@"   # ROUNDS, QUICK (which also makes ROUNDS 1)
 
 TARGETS="${TARGETS:-proxy setbit lua bitfield}"
 CASES="${CASES:-add:1 add:16 exists:1 exists:16 madd:1}"
@@ -54,7 +43,6 @@ FILTER_ERROR="${FILTER_ERROR:-0.01}"
 FILTER_CAPACITY="${FILTER_CAPACITY:-10000000}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-120}"
 if ((QUICK)); then
-  ROUNDS=1
   DURATION=1
   BENCH_N=$(((BENCH_N + 9) / 10))
 fi

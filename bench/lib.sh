@@ -273,12 +273,8 @@ start_bloomproxy() {
 # connection. The stats listener is also put on a free loopback port (default is 0.0.0.0:22222).
 start_nutcracker() {
   local upstream_port="$1"
-  command -v "$NUTCRACKER_BIN" >/dev/null || die "nutcracker not found"
-  local dir="$BENCH_TMP/nutcracker-$RANDOM$RANDOM" stats_port
-  mkdir -p "$dir"
   free_port TWEM_PORT
-  free_port stats_port
-  cat >"$dir/nutcracker.yml" <<EOF
+  launch_nutcracker <<EOF
 bench:
   listen: 127.0.0.1:$TWEM_PORT
   redis: true
@@ -288,6 +284,18 @@ bench:
   servers:
    - 127.0.0.1:$upstream_port:1
 EOF
+  log "nutcracker pid $TWEM_PID on 127.0.0.1:$TWEM_PORT -> 127.0.0.1:$upstream_port"
+}
+
+# launch_nutcracker <CONFIG -> TWEM_PID (tracked): start nutcracker with the configuration on
+# stdin (checked first with nutcracker -t), which listens on 127.0.0.1:TWEM_PORT (from free_port),
+# its stats listener on a free loopback port (the default is 0.0.0.0:22222); wait until it listens.
+launch_nutcracker() {
+  local dir="$BENCH_TMP/nutcracker-$RANDOM$RANDOM" stats_port
+  command -v "$NUTCRACKER_BIN" >/dev/null || die "nutcracker not found"
+  mkdir -p "$dir"
+  cat >"$dir/nutcracker.yml"
+  free_port stats_port
   "$NUTCRACKER_BIN" -t -c "$dir/nutcracker.yml" >"$dir/conftest.log" 2>&1 \
     || { _show_log "$dir/conftest.log"; die "nutcracker rejected its generated config"; }
   "$NUTCRACKER_BIN" -c "$dir/nutcracker.yml" -o "$dir/nutcracker.log" -p "$dir/nutcracker.pid" \
@@ -295,7 +303,6 @@ EOF
   TWEM_PID=$!
   track_pid "$TWEM_PID" "nutcracker :$TWEM_PORT"
   wait_for_port "$TWEM_PORT" "$TWEM_PID" nutcracker "$dir/nutcracker.log"
-  log "nutcracker pid $TWEM_PID on 127.0.0.1:$TWEM_PORT -> 127.0.0.1:$upstream_port"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -422,4 +429,262 @@ bf_supported() {
 info_field() {
   redis-cli -h 127.0.0.1 -p "$1" INFO "${3:-everything}" | tr -d '\r' \
     | awk -F: -v f="$2" '$1 == f {print $2; found = 1} END {exit !found}'
+}
+
+# ---------------------------------------------------------------------------------------------
+# Command line and settings
+
+# parse_round_args ARGS...: the command line of the benches that run in interleaved rounds:
+# --rounds N (or --rounds=N), --quick (a smoke run: QUICK=1 and one round), -h/--help (prints the
+# script's usage, then exits 0). Sets ROUNDS (--rounds, else the environment's ROUNDS, else 3) and
+# QUICK. The script defines usage() before calling it.
+parse_round_args() {
+  ROUNDS="${ROUNDS:-3}"
+  QUICK=0
+  while (($#)); do
+    case "$1" in
+      --rounds) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die "--rounds needs a positive integer"
+                ROUNDS="$2"; shift 2 ;;
+      --rounds=*) ROUNDS="${1#*=}"; [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "bad --rounds"; shift ;;
+      --quick) QUICK=1; shift ;;
+      -h|--help) usage; exit 0 ;;
+      *) usage; die "unknown argument: $1" ;;
+    esac
+  done
+  if ((QUICK)); then ROUNDS=1; fi
+}
+
+# require_positive_ints VAR...: die unless every named variable holds a positive integer.
+require_positive_ints() {
+  local v
+  for v in "$@"; do
+    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer (is '${!v}')"
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# redis-benchmark in interleaved rounds against named targets (cluster.sh, sharding.sh)
+#
+# The script sets PORT[target] (the target's port on 127.0.0.1) and may set TARGET_ARGS[target]
+# (extra redis-benchmark arguments for that target, word-split, e.g. --cluster); TARGETS lists
+# the targets of the SET/GET runs, BF_TARGETS those of the BF.* runs.
+declare -gA PORT=() TARGET_ARGS=()
+
+# redis_bench_settings N_DEFAULT [VAR...]: the settings these benches share, from the environment:
+# CLIENTS (50), PIPELINE (16), N (N_DEFAULT; requests per SET/GET run), BF_N (500000; per BF.*
+# run), KEYSPACE (100000), DATASIZE (3), STANDALONE (1: also a bloomproxy in front of one
+# redis-server), RUN_TIMEOUT (600 s); checked, and with --quick N and BF_N cut to a tenth. Also
+# the one filter the BF.* runs use (BF_KEY, BF_ERROR, BF_CAPACITY), as in compare.sh: big enough
+# never to scale during the runs. Dies if redis-benchmark or redis-cli is missing. VARs: the
+# script's own settings that must be positive integers too (checked first).
+redis_bench_settings() {
+  local n_default="$1"; shift
+  CLIENTS="${CLIENTS:-50}"
+  PIPELINE="${PIPELINE:-16}"
+  N="${N:-$n_default}"
+  BF_N="${BF_N:-500000}"
+  KEYSPACE="${KEYSPACE:-100000}"
+  DATASIZE="${DATASIZE:-3}"
+  STANDALONE="${STANDALONE:-1}"
+  RUN_TIMEOUT="${RUN_TIMEOUT:-600}"
+  require_positive_ints "$@" CLIENTS PIPELINE N BF_N KEYSPACE DATASIZE RUN_TIMEOUT
+  [[ "$STANDALONE" =~ ^[01]$ ]] || die "STANDALONE must be 0 or 1"
+  if ((QUICK)); then N=$(((N + 9) / 10)) BF_N=$(((BF_N + 9) / 10)); fi
+  BF_KEY=bfk BF_ERROR=0.01 BF_CAPACITY=10000000
+  command -v redis-benchmark >/dev/null || die "redis-benchmark not found"
+  command -v redis-cli >/dev/null || die "redis-cli not found"
+}
+
+# results_files NAME -> STAMP, CSV, MD: bench/results/NAME-<timestamp>.{csv,md}.
+results_files() {
+  mkdir -p "$BENCH_DIR/results"
+  STAMP="$(date +%Y%m%d-%H%M%S)"
+  CSV="$BENCH_DIR/results/$1-$STAMP.csv"
+  MD="$BENCH_DIR/results/$1-$STAMP.md"
+}
+
+# start_standalone_target [extra redis-server args...]: the reference target "standalone",
+# bloomproxy in front of one redis-server of its own -> PORT[standalone] (and REDIS_*, PROXY_*
+# as start_redis and start_bloomproxy set them).
+start_standalone_target() {
+  start_redis "$@"
+  start_bloomproxy "$REDIS_PORT"
+  PORT[standalone]="$PROXY_PORT"
+}
+
+# _target_args TARGET -> _TARGET_ARGS (array): the words of TARGET_ARGS[TARGET].
+_target_args() {
+  read -ra _TARGET_ARGS <<<"${TARGET_ARGS[$1]:-}"
+}
+
+# reserve_bench_filter TARGET...: check that every TARGET answers BF.*, and BF.RESERVE the filter
+# (BF_KEY) through it.
+reserve_bench_filter() {
+  local t why got
+  for t in "$@"; do
+    why="$(bf_supported "${PORT[$t]}")" || die "$t does not answer BF.* ($why)"
+    got="$(redis-cli -h 127.0.0.1 -p "${PORT[$t]}" BF.RESERVE "$BF_KEY" "$BF_ERROR" "$BF_CAPACITY" 2>&1)"
+    [[ "$got" == OK ]] || die "BF.RESERVE $BF_KEY through $t: $got"
+  done
+}
+
+# check_bench_filter TARGET...: warn if the filter (BF_KEY) scaled through any TARGET.
+check_bench_filter() {
+  local t nf
+  for t in "$@"; do
+    nf="$(redis-cli -h 127.0.0.1 -p "${PORT[$t]}" BF.INFO "$BF_KEY" FILTERS)"
+    [[ "$nf" == 1 ]] || log "warning: $BF_KEY through $t now has $nf sub-filters (it scaled)"
+  done
+}
+
+# prefill_keyspace TARGET...: SET ~95% of KEYSPACE keys (key:N, values of DATASIZE bytes) through
+# every TARGET, so GETs hit from the first round on.
+prefill_keyspace() {
+  local t
+  for t in "$@"; do
+    _target_args "$t"
+    redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" "${_TARGET_ARGS[@]}" -t set -n $((3 * KEYSPACE)) \
+      -c 20 -P 32 -r "$KEYSPACE" -d "$DATASIZE" -q --csv >/dev/null 2>"$BENCH_TMP/prefill.err" \
+      || { _show_log "$BENCH_TMP/prefill.err"; die "prefill of $t failed"; }
+  done
+}
+
+# run_rounds BF_COMMAND...: start the CSV, then ROUNDS interleaved rounds: in each, SET/GET
+# (-n N -r KEYSPACE -d DATASIZE) against every one of TARGETS, then each BF_COMMAND (on BF_KEY,
+# -n BF_N -r 100000000) through every one of BF_TARGETS. Counts the runs in RUN, the failed ones
+# in FAILED.
+run_rounds() {
+  local r t cmd
+  RUN=0
+  FAILED=0
+  TOTAL=$((ROUNDS * ($(wc -w <<<"$TARGETS") + $# * $(wc -w <<<"$BF_TARGETS"))))
+  echo "round,test,target,requests,rps,p50_latency_ms,other_cpu_pct,steal_pct" >"$CSV"
+  log "benchmark: $ROUNDS round(s); SET/GET -c $CLIENTS -P $PIPELINE -n $N -r $KEYSPACE -d $DATASIZE" \
+    "against [$TARGETS]; $(IFS=/; echo "$*") $BF_KEY __rand_int__ -n $BF_N through [$BF_TARGETS]"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for t in $TARGETS; do
+      redis_bench_run "$r" "" "$t" "$N" -t set,get -r "$KEYSPACE" -d "$DATASIZE"
+    done
+    for cmd in "$@"; do
+      for t in $BF_TARGETS; do
+        redis_bench_run "$r" "$cmd" "$t" "$BF_N" -r 100000000 "$cmd" "$BF_KEY" __rand_int__
+      done
+    done
+  done
+}
+
+# redis_bench_run ROUND TEST TARGET REQUESTS [redis-benchmark args...]: one run against
+# PORT[TARGET] (-c CLIENTS -P PIPELINE, killed after RUN_TIMEOUT s), appended to the CSV (TEST
+# empty: one row per test redis-benchmark reports, e.g. -t set,get). A failed run is counted in
+# FAILED and left out; if a server the script started is gone, the script stops.
+redis_bench_run() {
+  local r="$1" test="$2" t="$3" n="$4" out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err" rc=0
+  local snap0 snap1 other steal rows load="" pid
+  shift 4
+  RUN=$((RUN + 1))
+  _target_args "$t"
+  snap0="$(cpu_snapshot)"
+  timeout --foreground --signal=INT --kill-after=10 "$RUN_TIMEOUT" \
+    redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" "${_TARGET_ARGS[@]}" -n "$n" -c "$CLIENTS" \
+    -P "$PIPELINE" -q --csv "$@" >"$out" 2>"$err" || rc=$?
+  snap1="$(cpu_snapshot)"
+  ((rc == 130 || rc == 143)) && { log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"; exit 130; }
+  read -r other steal <<<"$(other_load "$snap0" "$snap1")"
+  # Lines look like "SET","93457.95","0.309",... (redis-benchmark --cluster first prints the
+  # masters it found: those lines have fewer fields; in front of nutcracker or bloomproxy in
+  # sharding-proxy mode it also warns on stderr that it could not fetch CONFIG: both refuse it).
+  rows="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, -v pre="$r" -v t="$t" -v n="$n" -v name="$test" \
+    -v post="$other,$steal" '$1 != "test" && NF >= 8 && $2 + 0 > 0 {print pre, (name != "" ? name : $1), t, n, $2, $5, post}')"
+  if ((rc != 0)) || [[ -z "$rows" ]] || grep -qiE '^(error|err )|error from server' "$err" "$out"; then
+    FAILED=$((FAILED + 1))
+    log "[$RUN/$TOTAL] round $r ${test:-SET/GET} $t: FAILED (exit $rc)"
+    _show_log "$err"
+    for pid in "${_BENCH_PIDS[@]}"; do
+      pid_alive "$pid" || die "a server this script started (pid $pid) is gone; aborting"
+    done
+    return 0
+  fi
+  printf '%s\n' "$rows" >>"$CSV"
+  ((other + steal >= ${BUSY_WARN_PCT:-15})) && load=" (NOISY: other processes ${other}%, steal ${steal}%)"
+  log "[$RUN/$TOTAL] round $r $t: $(awk -F, '{printf "%s%s %.0f", (NR > 1 ? ", " : ""), $2, $5}' <<<"$rows") req/s$load"
+}
+
+# rounds_report CSV <<'EOF' ... EOF: run the Python program on stdin after a prelude that has read
+# CSV (as redis_bench_run writes it) and defines:
+#   tests (in order of appearance), rps / p50 / by_round / n_of keyed by (test, target), loads
+#   med(k), ratio(a, b), paired(test, a, b)   median req/s; "a/b" to 2 places; median per-round a/b
+#   targets_table(order, vs)   one row per test and target, with a "vs D" column per (D, targets)
+#                              in vs, filled for those targets
+#   ratios_heading()           the sentence above a table of ratios
+#   load_summary()             the CPU other processes used during the runs
+rounds_report() {
+  { _rounds_report_py; cat; } | "$BENCH_PY" - "$1" "${BUSY_WARN_PCT:-15}"
+}
+
+_rounds_report_py() {
+  cat <<'EOF'
+import csv, statistics, sys
+from collections import OrderedDict, defaultdict
+
+path, busy_warn = sys.argv[1], float(sys.argv[2])
+rps, p50, by_round, tests, loads = defaultdict(list), defaultdict(list), defaultdict(dict), OrderedDict(), []
+n_of = {}
+with open(path) as f:
+    for row in csv.DictReader(f):
+        k = (row["test"], row["target"])
+        tests[row["test"]] = None
+        rps[k].append(float(row["rps"]))
+        p50[k].append(float(row["p50_latency_ms"]))
+        by_round[k][row["round"]] = float(row["rps"])
+        n_of[k] = int(row["requests"])
+        if row["test"] != "GET":  # one figure per run (SET and GET share one)
+            loads.append(float(row["other_cpu_pct"]) + float(row["steal_pct"]))
+
+def med(k):
+    return statistics.median(rps[k]) if rps[k] else None
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else ""
+
+def paired(test, a, b):
+    ra, rb = by_round[(test, a)], by_round[(test, b)]
+    rs = [ra[r] / rb[r] for r in ra if rb.get(r)]
+    return f"{statistics.median(rs):.2f}" if rs else ""
+
+def targets_table(order, vs):
+    print("| test | target | median req/s | runs (req/s) | median p50 ms | "
+          + " | ".join(f"vs {d}" for d, _ in vs) + " |")
+    print("|---|---|---:|---|---:|" + "---:|" * len(vs))
+    for test in tests:
+        for t in order:
+            k = (test, t)
+            if not rps[k]:
+                continue
+            cols = [ratio(med(k), med((test, d))) if t in of else "" for d, of in vs]
+            runs = " / ".join(f"{x:.0f}" for x in rps[k])
+            print(f"| {test} | {t} | {med(k):,.0f} | {runs} | {statistics.median(p50[k]):.3f} | "
+                  + " | ".join(cols) + " |")
+
+def ratios_heading():
+    print()
+    print("Ratios of the medians, and the median of the per-round ratios (each round's runs back to back):")
+    print()
+
+def load_summary():
+    if loads:
+        noisy = sum(1 for x in loads if x >= busy_warn)
+        print()
+        print(f"CPU used by other processes (incl. steal) during the runs: mean {statistics.mean(loads):.0f}%,"
+              f" max {max(loads):.0f}% of the machine; {noisy} of {len(loads)} runs at >= {busy_warn:.0f}%")
+
+EOF
+}
+
+# finish_runs: say where the results are; exit 1 if a run failed.
+finish_runs() {
+  log "raw results: ${CSV#"$REPO_ROOT"/}; table: ${MD#"$REPO_ROOT"/}"
+  if ((FAILED)); then
+    log "$FAILED run(s) failed; see above"
+    exit 1
+  fi
 }
