@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "conf/config_text.h"
+#include "conf/directive.h"
 #include "conf/values.h"
 
 namespace bloomproxy::conf {
@@ -34,25 +35,6 @@ constexpr const char* kEnvRequirepass = "BLOOMPROXY_REQUIREPASS";
 
 // ---------------------------------------------------------------------------------------------
 // The directive table: one row per setting, shared by the config file, the flags and Usage().
-
-// State of one source (a file, or the command line) while its directives are applied.
-struct SourceState {
-  Options* options;
-  std::vector<std::string> users;  // user names this source has defined so far
-};
-
-using ApplyFn = bool (*)(const std::vector<std::string>& args, SourceState* state,
-                         std::string* error);
-using ShowFn = std::string (*)(const Options& options);
-
-struct Directive {
-  const char* name;
-  int argc;              // arguments after the name, in the config file; -n: at least n
-  const char* arg_help;  // the flag's argument, for Usage()
-  const char* help;      // one line, for Usage()
-  ApplyFn apply;
-  ShowFn show;  // the value in *options, for the "(default ...)" of Usage()
-};
 
 bool ApplyUser(const std::vector<std::string>& args, SourceState* state, std::string* error) {
   const std::string& name = args[0];
@@ -346,6 +328,9 @@ const Directive* FindDirective(std::string_view name) {
   for (const Directive& d : kDirectives) {
     if (EqualsIgnoreCase(name, d.name)) return &d;
   }
+  for (size_t i = 0; i < kTlsDirectiveCount; ++i) {
+    if (EqualsIgnoreCase(name, kTlsDirectives[i].name)) return &kTlsDirectives[i];
+  }
   return nullptr;
 }
 
@@ -458,8 +443,8 @@ void ParseConfigText(std::string_view text, std::string_view source_name, Option
 }
 
 void Validate(const Options& options, std::vector<std::string>* errors) {
-  if (options.port == 0 && options.unixsocket.empty()) {
-    errors->push_back("no listener: port is 0 and unixsocket is not set");
+  if (options.port == 0 && options.unixsocket.empty() && options.tls_port == 0) {
+    errors->push_back("no listener: port and tls-port are 0 and unixsocket is not set");
   }
   if (options.unixsocket.size() > kMaxUnixPathLength) {
     errors->push_back("unixsocket: path longer than " + std::to_string(kMaxUnixPathLength) +
@@ -508,6 +493,7 @@ void Validate(const Options& options, std::vector<std::string>* errors) {
           "Codis take AUTH with a password only (set upstream-password alone)");
     }
   }
+  ValidateTls(options, errors);
   if (options.proto_max_bulk_len > options.client_query_buffer_limit) {
     errors->push_back("proto-max-bulk-len (" + ShowMemory(options.proto_max_bulk_len) +
                       ") exceeds client-query-buffer-limit (" +
@@ -647,10 +633,12 @@ std::string Usage() {
     out += left + help + "\n";
   };
   line("--config FILE", "config file to read (or FILE alone, like redis-server)");
-  for (const Directive& d : kDirectives) {
+  auto directive = [&](const Directive& d) {
     line(std::string("--") + d.name + " " + d.arg_help,
          std::string(d.help) + " (default " + d.show(defaults) + ")");
-  }
+  };
+  for (const Directive& d : kDirectives) directive(d);
+  for (size_t i = 0; i < kTlsDirectiveCount; ++i) directive(kTlsDirectives[i]);
   line("--test-conf", "check the configuration, print errors, exit");
   line("-h, --help", "print this help and exit");
   line("-v, --version", "print the version and exit");

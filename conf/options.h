@@ -93,6 +93,28 @@ struct Options {
   // requests get errors) and replaced; 0 = never.
   int upstream_timeout_ms = 5000;
 
+  // TLS towards the upstream (every node of a cluster, or the sharding proxy): docs/tls.md.
+  bool upstream_tls = false;              // upstream-tls yes|no
+  std::string upstream_tls_ca_cert_file;  // CA bundle; neither file nor dir: the system's
+  std::string upstream_tls_ca_cert_dir;   // directory of hashed CA certificates
+  std::string upstream_tls_cert_file;     // client certificate (tls-auth-clients yes upstream)
+  std::string upstream_tls_key_file;      // its key
+  std::string upstream_tls_server_name;   // SNI and the name verified; empty: the upstream host
+
+  // TLS towards clients, with redis.conf's directive names.
+  int tls_port = 0;  // 0: no TLS listener
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_key_file_pass;
+  std::string tls_ca_cert_file;  // CA of client certificates
+  std::string tls_ca_cert_dir;
+  std::string tls_auth_clients = "yes";  // yes | no | optional, as Redis
+  std::string tls_protocols;             // e.g. "TLSv1.2 TLSv1.3"; empty: both, as Redis
+  std::string tls_ciphers;               // TLSv1.2 and below (OpenSSL cipher list)
+  std::string tls_ciphersuites;          // TLSv1.3
+  bool tls_prefer_server_ciphers = false;
+  bool tls_session_caching = true;
+
   // Clients.
   std::string requirepass;  // requirepass; env BLOOMPROXY_REQUIREPASS
   std::vector<User> users;  // user NAME PASSWORD (repeatable)

@@ -148,6 +148,10 @@ void Client::Start() {
 
 void Client::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* self = static_cast<Client*>(h->data);
+  if (self->tls_ != nullptr) {
+    *buf = self->tls_->ReadBuffer();
+    return;
+  }
   size_t want = kReadChunk;
   // A big bulk announced by its header is read into one buffer reserved once.
   const size_t expected = self->parser_.expected_size();
@@ -164,9 +168,30 @@ void Client::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
     self->Close();
     return;
   }
-  self->in_.Commit(static_cast<size_t>(nread));
+  if (self->tls_ != nullptr) {
+    if (!self->OnTlsRead(static_cast<size_t>(nread))) return;
+  } else {
+    self->in_.Commit(static_cast<size_t>(nread));
+  }
   self->last_interaction_ms_ = self->server_->NowMs();
   self->ProcessInput();
+}
+
+bool Client::OnTlsRead(size_t n) {
+  const bool ok = tls_->OnRead(n, &in_, &out_.sealed());
+  if (!out_.sealed().empty()) MarkDirty();
+  if (!ok || tls_->closed()) {
+    // A failed handshake (a plaintext client, garbage, a refused certificate) gets no Redis
+    // reply: the alert, if any, and the connection closes.
+    if (!ok) {
+      LOG_VERBOSE("TLS error from client id=%llu addr=%s: %s", static_cast<unsigned long long>(id_),
+                  addr_.c_str(), tls_->error().c_str());
+    }
+    Flush();
+    Close();
+    return false;
+  }
+  return true;
 }
 
 void Client::ProcessInput() {
@@ -372,7 +397,7 @@ void Client::Flush() {
     Close();
     return;
   }
-  int rc = out_.Flush(stream(), &write_req_, OnWrite);
+  int rc = out_.Flush(stream(), &write_req_, OnWrite, tls_.get());
   if (rc != 0) {
     Close();
     return;

@@ -128,6 +128,13 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   uv_stream_t* stream() { return &sock_.stream; }
+  // A client of the tls-port: its bytes go through a TLS session from the start.
+  void UseTls(std::shared_ptr<TlsContext> ctx) { tls_ = TlsSession::Accepting(std::move(ctx)); }
+  // Whether its TLS handshake has taken too long (checked by the server's cron).
+  bool TlsHandshakeOverdue(uint64_t now_ms) const {
+    return tls_ != nullptr && !tls_->established() && !closing_ &&
+           now_ms - created_ms_ > kTlsHandshakeMs;
+  }
   uv_handle_t* handle() { return &sock_.handle; }
   bool is_unix() const { return is_unix_; }
 
@@ -183,6 +190,8 @@ class Client {
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
   static void OnWrite(uv_write_t* req, int status);
+  // A TLS client's read of `n` ciphertext bytes; false when the client was closed.
+  bool OnTlsRead(size_t n);
   static void OnClose(uv_handle_t* h);
 
   // Why reading is paused (bits of paused_).
@@ -491,6 +500,8 @@ class Client {
   std::string_view last_cmd_ = "NULL";  // a name from the command table (static storage)
   std::string addr_, laddr_;
   uint64_t created_ms_ = 0;
+  static constexpr uint64_t kTlsHandshakeMs = 5000;
+  std::unique_ptr<TlsSession> tls_;  // tls-port clients
   uint64_t last_interaction_ms_ = 0;
 
   uint8_t paused_ = 0;  // kPause* bits

@@ -56,43 +56,8 @@ Server::~Server() {
 bool Server::Start() {
   started_ms_ = uv_now(&loop_);
 
-  if (options_.port != 0) {
-    uv_tcp_init(&loop_, &tcp_listener_);
-    tcp_listener_.data = this;
-    sockaddr_storage addr{};
-    int rc = options_.bind.find(':') != std::string::npos
-                 ? uv_ip6_addr(options_.bind.c_str(), options_.port,
-                               reinterpret_cast<sockaddr_in6*>(&addr))
-                 : uv_ip4_addr(options_.bind.c_str(), options_.port,
-                               reinterpret_cast<sockaddr_in*>(&addr));
-    if (rc == 0 && options_.threads > 1) {
-      // Several loops accept on one port: each binds its own socket with SO_REUSEPORT and the
-      // kernel spreads the connections over them.
-      const int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      const int one = 1;
-      if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-          setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
-        rc = uv_translate_sys_error(errno);
-        if (fd >= 0) close(fd);
-      } else {
-        rc = uv_tcp_open(&tcp_listener_, fd);
-      }
-    }
-    if (rc == 0) rc = uv_tcp_bind(&tcp_listener_, reinterpret_cast<sockaddr*>(&addr), 0);
-    if (rc == 0) {
-      rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_listener_), kBacklog,
-                     [](uv_stream_t* l, int status) {
-                       static_cast<Server*>(l->data)->Accept(l, false);
-                       (void)status;
-                     });
-    }
-    tcp_listening_ = true;
-    if (rc != 0) {
-      LOG_WARNING("Failed listening on port %d (tcp), aborting: %s:%d: %s", options_.port,
-                  options_.bind.c_str(), options_.port, uv_strerror(rc));
-      return false;
-    }
-  }
+  if (options_.port != 0 && !ListenTcp(&tcp_listener_, options_.port, "tcp")) return false;
+  if (!StartTls()) return false;
   if (!options_.unixsocket.empty() && index_ == 0) {
     // A Unix socket cannot be shared by port reuse: the first loop serves it.
     uv_pipe_init(&loop_, &unix_listener_, 0);
@@ -103,7 +68,7 @@ bool Server::Start() {
     if (rc == 0) {
       rc = uv_listen(reinterpret_cast<uv_stream_t*>(&unix_listener_), kBacklog,
                      [](uv_stream_t* l, int status) {
-                       static_cast<Server*>(l->data)->Accept(l, true);
+                       static_cast<Server*>(l->data)->Accept(l, true, false);
                        (void)status;
                      });
     }
@@ -138,6 +103,9 @@ bool Server::Start() {
   sigint_.data = sigterm_.data = this;
   uv_signal_start(&sigint_, OnSignal, SIGINT);
   uv_signal_start(&sigterm_, OnSignal, SIGTERM);
+  uv_signal_init(&loop_, &sighup_);
+  sighup_.data = this;
+  uv_signal_start(&sighup_, OnSighup, SIGHUP);
 
   std::string error;
   if (!router_->Start(&error)) {
@@ -155,6 +123,45 @@ bool Server::Start() {
   return true;
 }
 
+bool Server::ListenTcp(uv_tcp_t* listener, int port, const char* what) {
+  uv_tcp_init(&loop_, listener);
+  listener->data = this;
+  if (listener == &tcp_listener_) tcp_listening_ = true;
+  if (listener == &tls_listener_) tls_listening_ = true;
+  sockaddr_storage addr{};
+  int rc = options_.bind.find(':') != std::string::npos
+               ? uv_ip6_addr(options_.bind.c_str(), port, reinterpret_cast<sockaddr_in6*>(&addr))
+               : uv_ip4_addr(options_.bind.c_str(), port, reinterpret_cast<sockaddr_in*>(&addr));
+  if (rc == 0 && options_.threads > 1) {
+    // Several loops accept on one port: each binds its own socket with SO_REUSEPORT and the
+    // kernel spreads the connections over them.
+    const int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+      rc = uv_translate_sys_error(errno);
+      if (fd >= 0) close(fd);
+    } else {
+      rc = uv_tcp_open(listener, fd);
+    }
+  }
+  if (rc == 0) rc = uv_tcp_bind(listener, reinterpret_cast<sockaddr*>(&addr), 0);
+  if (rc == 0) {
+    rc = uv_listen(
+        reinterpret_cast<uv_stream_t*>(listener), kBacklog, [](uv_stream_t* l, int status) {
+          auto* self = static_cast<Server*>(l->data);
+          self->Accept(l, false, l == reinterpret_cast<uv_stream_t*>(&self->tls_listener_));
+          (void)status;
+        });
+  }
+  if (rc != 0) {
+    LOG_WARNING("Failed listening on port %d (%s), aborting: %s:%d: %s", port, what,
+                options_.bind.c_str(), port, uv_strerror(rc));
+    return false;
+  }
+  return true;
+}
+
 int Server::Run() {
   uv_run(&loop_, UV_RUN_DEFAULT);
   // Anything still open (a listener after a failed start, say) is closed so the loop can end.
@@ -168,7 +175,7 @@ int Server::Run() {
   return 0;
 }
 
-void Server::Accept(uv_stream_t* listener, bool is_unix) {
+void Server::Accept(uv_stream_t* listener, bool is_unix, bool tls) {
   // Client ids are unique across the process's loops, as CLIENT ID promises.
   static std::atomic<uint64_t> next_client_id{0};
   auto* c = new Client(this, ++next_client_id, is_unix);
@@ -178,6 +185,13 @@ void Server::Accept(uv_stream_t* listener, bool is_unix) {
   }
   ++stats_.connections_received;
   clients_.emplace(c->id(), c);
+  if (tls) c->UseTls(client_tls_);
+  if (tls && (shutting_down_ || clients_.size() > static_cast<size_t>(options_.maxclients))) {
+    // (No plaintext reply goes to a TLS client.)
+    ++stats_.rejected_connections;
+    c->Close();
+    return;
+  }
   if (shutting_down_ || clients_.size() > static_cast<size_t>(options_.maxclients)) {
     // As Redis: the connection is accepted, told why, and closed.
     ++stats_.rejected_connections;
@@ -261,6 +275,7 @@ void Server::OnCron(uv_timer_t* t) {
   for (const auto& [id, c] : self->clients_) {
     const uint64_t idle_ms = now - c->last_interaction_ms();
     if (idle_ms >= kIdleReleaseMs) c->ReleaseIdleMemory();
+    if (c->TlsHandshakeOverdue(now)) idle.push_back(c);
     if (timeout > 0 && !c->closing() && !c->ExemptFromTimeout() &&
         idle_ms > static_cast<uint64_t>(timeout) * 1000) {
       idle.push_back(c);
@@ -321,6 +336,8 @@ void Server::Shutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
   if (tcp_listening_) uv_close(reinterpret_cast<uv_handle_t*>(&tcp_listener_), nullptr);
+  if (tls_listening_) uv_close(reinterpret_cast<uv_handle_t*>(&tls_listener_), nullptr);
+  tls_listening_ = false;
   if (unix_listening_) {
     uv_close(reinterpret_cast<uv_handle_t*>(&unix_listener_), nullptr);
     unlink(options_.unixsocket.c_str());
@@ -354,6 +371,7 @@ void Server::MaybeFinishShutdown() {
   uv_close(reinterpret_cast<uv_handle_t*>(&drain_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigint_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&sigterm_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sighup_), nullptr);
   LOG_NOTICE("bloomproxy is now ready to exit, bye bye...");
 }
 

@@ -14,6 +14,7 @@
 #include "filters/bf_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/acl.h"
+#include "proxy/tls.h"
 #include "proxy/upstream.h"
 
 namespace bloomproxy::proxy {
@@ -89,6 +90,8 @@ class Server {
   const CommandAcl* acl(std::string_view user) const { return acls_.Find(user); }
   // BF.* emulation: on unless bf-mode is forward.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
+  // The TLS context of upstream connections; null without upstream-tls.
+  const std::shared_ptr<TlsContext>& upstream_tls() const { return upstream_tls_; }
   // Whether the upstream is a sharding proxy (twemproxy, Codis): protocol/sharding_proxy.h.
   bool sharding_proxy() const {
     return bf_config_.upstream == protocol::UpstreamKind::kShardingProxy;
@@ -121,7 +124,11 @@ class Server {
   static void OnShutdownTimeout(uv_timer_t* t);
   static void OnSignal(uv_signal_t* h, int signum);
 
-  void Accept(uv_stream_t* listener, bool is_unix);
+  void Accept(uv_stream_t* listener, bool is_unix, bool tls);
+  bool ListenTcp(uv_tcp_t* listener, int port, const char* what);
+  // tls_server.cc
+  bool StartTls();  // the contexts, and the tls-port's listener
+  static void OnSighup(uv_signal_t* h, int signum);
   void LaunchBatches();
   void MaybeFinishShutdown();
 
@@ -136,8 +143,10 @@ class Server {
   protocol::ReplyDecoder decoder_;
 
   uv_tcp_t tcp_listener_;
+  uv_tcp_t tls_listener_;
   uv_pipe_t unix_listener_;
   bool tcp_listening_ = false;
+  bool tls_listening_ = false;
   bool unix_listening_ = false;
   uv_check_t check_;
   uv_timer_t cron_;
@@ -145,7 +154,9 @@ class Server {
   uv_timer_t upstream_timer_;  // checks for stalled upstream requests
   uv_timer_t drain_timer_;     // CLIENT PAUSEs waiting for shared writes (WaitForSharedWrites)
   std::vector<Client*> drain_waiters_;
-  uv_signal_t sigint_, sigterm_;
+  uv_signal_t sigint_, sigterm_, sighup_;
+  std::shared_ptr<TlsContext> client_tls_;    // what tls-port clients get (null: no TLS)
+  std::shared_ptr<TlsContext> upstream_tls_;  // what upstream connections use (null: no TLS)
 
   std::unordered_map<uint64_t, Client*> clients_;
   std::vector<Client*> dirty_clients_;

@@ -25,6 +25,7 @@
 #include "protocol/reply_framer.h"
 #include "proxy/buffer.h"
 #include "proxy/output.h"
+#include "proxy/tls.h"
 
 namespace bloomproxy::proxy {
 
@@ -171,6 +172,7 @@ class UpstreamConn {
     uv_handle_t handle;
     uv_stream_t stream;
   } sock_;
+  std::unique_ptr<TlsSession> tls_;  // upstream-tls
   uv_timer_t timer_;
   uv_connect_t connect_req_;
   uv_write_t write_req_;
@@ -260,6 +262,12 @@ class UpstreamPool {
   enum class Probe { kNone, kWaiting, kBusy, kNotBusy };
   UpstreamConn* probe_ = nullptr;
   Probe probe_state_ = Probe::kNone;
+  // Failed connection attempts are logged when their reason changes, and then at most once
+  // per kFailureLogMs (a TLS upstream that does not verify would otherwise log every retry).
+  static constexpr uint64_t kFailureLogMs = 10000;
+  std::string logged_failure_;
+  uint64_t logged_failure_ms_ = 0;
+  void LogFailedAttempt(const std::string& reason);
   uint64_t probe_started_ms_ = 0;
   uint64_t spared_ms_ = 0;  // requests sent before this waited while the upstream was busy
 };

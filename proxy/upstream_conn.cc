@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/cluster_map.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "protocol/request_parser.h"
@@ -124,6 +125,14 @@ UpstreamConn::UpstreamConn(UpstreamPool* pool, Kind kind)
     uv_pipe_connect(&connect_req_, &sock_.pipe, addr.path.c_str(), OnConnect);
     rc = 0;
   } else {
+    if (server->upstream_tls() != nullptr) {
+      // The name verified: upstream-tls-server-name, else the address's host (a cluster node's
+      // announced IP, say).
+      std::string name = server->options().upstream_tls_server_name;
+      int port = 0;
+      if (name.empty()) protocol::SplitHostPort(addr.text, &name, &port);
+      tls_ = TlsSession::Connecting(server->upstream_tls(), name);
+    }
     uv_tcp_nodelay(&sock_.tcp, 1);
     rc = uv_tcp_connect(&connect_req_, &sock_.tcp, reinterpret_cast<const sockaddr*>(&addr.addr),
                         OnConnect);
@@ -157,7 +166,8 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
   }
   uv_timer_stop(&self->timer_);
   self->state_ = State::kReady;
-  self->ever_ready_ = true;
+  // Over TLS a connection counts as working once its handshake is done.
+  self->ever_ready_ = self->tls_ == nullptr;
   if (!self->pool_->address().is_unix) {
     uv_tcp_keepalive(&self->sock_.tcp, 1, 60);
     sockaddr_storage ss;
@@ -166,6 +176,10 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
       self->local_address_ = FormatAddress(ss);
       self->PublishOwner();
     }
+  }
+  if (self->tls_ != nullptr && !self->tls_->Start(&self->out_.sealed())) {
+    self->Close("upstream " + self->tls_->error());
+    return;
   }
   self->reading_ = true;
   if (!self->read_paused_) {
@@ -250,7 +264,7 @@ void UpstreamConn::Queued(Pending* slot) {
 void UpstreamConn::Flush() {
   flush_queued_ = false;
   if (state_ != State::kReady) return;
-  int rc = out_.Flush(&sock_.stream, &write_req_, OnWrite);
+  int rc = out_.Flush(&sock_.stream, &write_req_, OnWrite, tls_.get());
   if (rc != 0) Close(uv_strerror(rc));
 }
 
@@ -267,6 +281,10 @@ void UpstreamConn::OnWrite(uv_write_t* req, int status) {
 
 void UpstreamConn::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* self = static_cast<UpstreamConn*>(h->data);
+  if (self->tls_ != nullptr) {
+    *buf = self->tls_->ReadBuffer();
+    return;
+  }
   char* p = self->in_.Reserve(kReadChunk);
   *buf = uv_buf_init(p, static_cast<unsigned>(self->in_.free_space()));
 }
@@ -277,7 +295,21 @@ void UpstreamConn::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
     self->Close(nread == UV_EOF ? "connection closed by upstream" : uv_strerror(nread));
     return;
   }
-  self->in_.Commit(static_cast<size_t>(nread));
+  if (self->tls_ != nullptr) {
+    if (!self->tls_->OnRead(static_cast<size_t>(nread), &self->in_, &self->out_.sealed())) {
+      self->Close("upstream " + self->tls_->error());
+      return;
+    }
+    if (self->tls_->established()) self->ever_ready_ = true;
+    // Handshake messages to answer, or requests that waited for the handshake.
+    if (!self->out_.empty()) self->server_->QueueFlush(self);
+    if (self->tls_->closed() && self->in_.empty()) {
+      self->Close("connection closed by upstream");
+      return;
+    }
+  } else {
+    self->in_.Commit(static_cast<size_t>(nread));
+  }
   while (self->state_ != State::kClosed && !self->in_.empty()) {
     if (self->tunnel_ && self->inflight_.empty()) {
       // Everything owed a framed reply is answered: the rest is the tunnel's.

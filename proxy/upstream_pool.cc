@@ -132,10 +132,22 @@ void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
     if (conn->ever_ready_) {
       LOG_WARNING("upstream %s connection lost: %s", address_.text.c_str(),
                   conn->last_error().c_str());
+      logged_failure_.clear();
+    } else {
+      LogFailedAttempt(conn->last_error());
     }
     uv_timer_start(&slot->timer, OnReconnect, static_cast<uint64_t>(slot->backoff_ms), 0);
     return;
   }
+}
+
+void UpstreamPool::LogFailedAttempt(const std::string& reason) {
+  const uint64_t now = server_->NowMs();
+  if (reason == logged_failure_ && now - logged_failure_ms_ < kFailureLogMs) return;
+  logged_failure_ = reason;
+  logged_failure_ms_ = now;
+  LOG_WARNING("upstream %s: connection failed: %s (retrying)", address_.text.c_str(),
+              reason.c_str());
 }
 
 void UpstreamPool::OnSharedReady(UpstreamConn* conn) {

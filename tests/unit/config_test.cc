@@ -643,7 +643,8 @@ TEST(ConfigTest, Validation) {
   Options no_listener = ok;
   no_listener.port = 0;
   ASSERT_EQ(errors_of(no_listener).size(), 1u);
-  EXPECT_EQ(errors_of(no_listener)[0], "no listener: port is 0 and unixsocket is not set");
+  EXPECT_EQ(errors_of(no_listener)[0],
+            "no listener: port and tls-port are 0 and unixsocket is not set");
   no_listener.unixsocket = "/tmp/bp.sock";
   EXPECT_TRUE(errors_of(no_listener).empty());
 
