@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libuv1-dev libhiredis-dev robin-map-dev libgtest-dev
+  libuv1-dev libhiredis-dev robin-map-dev libgtest-dev libssl-dev openssl
   redis-server redis-tools nutcracker
   python3 python3-redis python3-pytest
 )
