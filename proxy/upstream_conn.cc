@@ -177,9 +177,16 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
       self->PublishOwner();
     }
   }
-  if (self->tls_ != nullptr && !self->tls_->Start(&self->out_.sealed())) {
-    self->Close("upstream " + self->tls_->error());
-    return;
+  if (self->tls_ != nullptr) {
+    if (!self->tls_->Start(&self->out_.sealed())) {
+      self->Close("upstream " + self->tls_->error());
+      return;
+    }
+    // The handshake gets connect-timeout-ms too (a server that does not speak TLS never
+    // answers the ClientHello).
+    self->last_error_ = "upstream TLS handshake timed out";
+    uv_timer_start(&self->timer_, OnConnectTimeout, self->server_->options().connect_timeout_ms,
+                   0);
   }
   self->reading_ = true;
   if (!self->read_paused_) {
@@ -300,7 +307,11 @@ void UpstreamConn::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
       self->Close("upstream " + self->tls_->error());
       return;
     }
-    if (self->tls_->established()) self->ever_ready_ = true;
+    if (self->tls_->established() && !self->ever_ready_) {
+      self->ever_ready_ = true;
+      self->last_error_.clear();
+      uv_timer_stop(&self->timer_);
+    }
     // Handshake messages to answer, or requests that waited for the handshake.
     if (!self->out_.empty()) self->server_->QueueFlush(self);
     if (self->tls_->closed() && self->in_.empty()) {
