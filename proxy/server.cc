@@ -271,11 +271,11 @@ void Server::OnCron(uv_timer_t* t) {
   auto* self = static_cast<Server*>(t->data);
   const int timeout = self->options_.timeout;
   const uint64_t now = self->NowMs();
-  std::vector<Client*> idle;
+  std::vector<Client*> idle, slow_tls;
   for (const auto& [id, c] : self->clients_) {
     const uint64_t idle_ms = now - c->last_interaction_ms();
     if (idle_ms >= kIdleReleaseMs) c->ReleaseIdleMemory();
-    if (c->TlsHandshakeOverdue(now)) idle.push_back(c);
+    if (c->TlsHandshakeOverdue(now)) slow_tls.push_back(c);
     if (timeout > 0 && !c->closing() && !c->ExemptFromTimeout() &&
         idle_ms > static_cast<uint64_t>(timeout) * 1000) {
       idle.push_back(c);
@@ -283,6 +283,11 @@ void Server::OnCron(uv_timer_t* t) {
   }
   for (Client* c : idle) {
     LOG_VERBOSE("Closing idle client id=%llu", static_cast<unsigned long long>(c->id()));
+    c->Close();
+  }
+  for (Client* c : slow_tls) {
+    LOG_VERBOSE("Closing client id=%llu: no TLS handshake within 5 s",
+                static_cast<unsigned long long>(c->id()));
     c->Close();
   }
   if (self->closed_since_trim_ >= kTrimAfterClosed) {
