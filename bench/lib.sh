@@ -316,18 +316,20 @@ rss_kb() {
   printf '%s\n' "$v"
 }
 
-# Functional check: SET then GET a key through 127.0.0.1:PORT. Returns non-zero on failure.
+# sanity_check PORT NAME [redis-cli args...]: functional check: SET then GET a key through
+# 127.0.0.1:PORT (redis-cli args: e.g. --tls --cacert FILE). Returns non-zero on failure.
 sanity_check() {
   local port="$1" name="$2" key="bloombench:sanity:$RANDOM" got
-  if ! got="$(redis-cli -h 127.0.0.1 -p "$port" SET "$key" ok 2>&1)" || [[ "$got" != "OK" ]]; then
+  shift 2
+  if ! got="$(redis-cli -h 127.0.0.1 -p "$port" "$@" SET "$key" ok 2>&1)" || [[ "$got" != "OK" ]]; then
     log "$name: SET through 127.0.0.1:$port failed: $got"
     return 1
   fi
-  if ! got="$(redis-cli -h 127.0.0.1 -p "$port" GET "$key" 2>&1)" || [[ "$got" != "ok" ]]; then
+  if ! got="$(redis-cli -h 127.0.0.1 -p "$port" "$@" GET "$key" 2>&1)" || [[ "$got" != "ok" ]]; then
     log "$name: GET through 127.0.0.1:$port returned '$got', expected 'ok'"
     return 1
   fi
-  redis-cli -h 127.0.0.1 -p "$port" DEL "$key" >/dev/null 2>&1 || true
+  redis-cli -h 127.0.0.1 -p "$port" "$@" DEL "$key" >/dev/null 2>&1 || true
 }
 
 # Raise the open-files limit (soft, and hard if we may) to at least $1.
@@ -425,10 +427,13 @@ bf_supported() {
   return 1
 }
 
-# info_field PORT FIELD [SECTION]: one field of INFO (e.g. used_memory) of 127.0.0.1:PORT.
+# info_field PORT FIELD [SECTION [redis-cli args...]]: one field of INFO (e.g. used_memory) of
+# 127.0.0.1:PORT (redis-cli args: e.g. --tls --cacert FILE).
 info_field() {
-  redis-cli -h 127.0.0.1 -p "$1" INFO "${3:-everything}" | tr -d '\r' \
-    | awk -F: -v f="$2" '$1 == f {print $2; found = 1} END {exit !found}'
+  local port="$1" field="$2" section="${3:-everything}"
+  shift $(($# < 3 ? $# : 3))
+  redis-cli -h 127.0.0.1 -p "$port" "$@" INFO "$section" | tr -d '\r' \
+    | awk -F: -v f="$field" '$1 == f {print $2; found = 1} END {exit !found}'
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -549,9 +554,9 @@ prefill_keyspace() {
   done
 }
 
-# run_rounds BF_COMMAND...: start the CSV, then ROUNDS interleaved rounds: in each, SET/GET
+# run_rounds [BF_COMMAND...]: start the CSV, then ROUNDS interleaved rounds: in each, SET/GET
 # (-n N -r KEYSPACE -d DATASIZE) against every one of TARGETS, then each BF_COMMAND (on BF_KEY,
-# -n BF_N -r 100000000) through every one of BF_TARGETS. Counts the runs in RUN, the failed ones
+# -n BF_N -r 100000000) through every one of BF_TARGETS (none: SET/GET only). Counts the runs in RUN, the failed ones
 # in FAILED.
 run_rounds() {
   local r t cmd
@@ -560,7 +565,7 @@ run_rounds() {
   TOTAL=$((ROUNDS * ($(wc -w <<<"$TARGETS") + $# * $(wc -w <<<"$BF_TARGETS"))))
   echo "round,test,target,requests,rps,p50_latency_ms,other_cpu_pct,steal_pct" >"$CSV"
   log "benchmark: $ROUNDS round(s); SET/GET -c $CLIENTS -P $PIPELINE -n $N -r $KEYSPACE -d $DATASIZE" \
-    "against [$TARGETS]; $(IFS=/; echo "$*") $BF_KEY __rand_int__ -n $BF_N through [$BF_TARGETS]"
+    "against [$TARGETS]$( (($#)) && echo "; $(IFS=/; echo "$*") $BF_KEY __rand_int__ -n $BF_N through [$BF_TARGETS]")"
   for ((r = 1; r <= ROUNDS; r++)); do
     for t in $TARGETS; do
       redis_bench_run "$r" "" "$t" "$N" -t set,get -r "$KEYSPACE" -d "$DATASIZE"
@@ -609,8 +614,8 @@ redis_bench_run() {
   log "[$RUN/$TOTAL] round $r $t: $(awk -F, '{printf "%s%s %.0f", (NR > 1 ? ", " : ""), $2, $5}' <<<"$rows") req/s$load"
 }
 
-# rounds_report CSV <<'EOF' ... EOF: run the Python program on stdin after a prelude that has read
-# CSV (as redis_bench_run writes it) and defines:
+# rounds_report CSV [ARG...] <<'EOF' ... EOF: run the Python program on stdin (the ARGs are its
+# sys.argv[3:]) after a prelude that has read CSV (as redis_bench_run writes it) and defines:
 #   tests (in order of appearance), rps / p50 / by_round / n_of keyed by (test, target), loads
 #   med(k), ratio(a, b), paired(test, a, b)   median req/s; "a/b" to 2 places; median per-round a/b
 #   targets_table(order, vs)   one row per test and target, with a "vs D" column per (D, targets)
@@ -618,7 +623,7 @@ redis_bench_run() {
 #   ratios_heading()           the sentence above a table of ratios
 #   load_summary()             the CPU other processes used during the runs
 rounds_report() {
-  { _rounds_report_py; cat; } | "$BENCH_PY" - "$1" "${BUSY_WARN_PCT:-15}"
+  { _rounds_report_py; cat; } | "$BENCH_PY" - "$1" "${BUSY_WARN_PCT:-15}" "${@:2}"
 }
 
 _rounds_report_py() {
