@@ -120,6 +120,7 @@ bool Server::Start() {
   if (!options_.unixsocket.empty()) {
     LOG_NOTICE("bloomproxy ready to accept connections at %s", options_.unixsocket.c_str());
   }
+  started_ = true;
   return true;
 }
 
@@ -163,7 +164,8 @@ bool Server::ListenTcp(uv_tcp_t* listener, int port, const char* what) {
 }
 
 int Server::Run() {
-  uv_run(&loop_, UV_RUN_DEFAULT);
+  // After a failed Start() nothing is served: what it opened (a listener) is only closed.
+  if (started_) uv_run(&loop_, UV_RUN_DEFAULT);
   // Anything still open (a listener after a failed start, say) is closed so the loop can end.
   uv_walk(
       &loop_,

@@ -147,6 +147,7 @@ class Server {
   uv_pipe_t unix_listener_;
   bool tcp_listening_ = false;
   bool tls_listening_ = false;
+  bool started_ = false;  // Start() succeeded
   bool unix_listening_ = false;
   uv_check_t check_;
   uv_timer_t cron_;
