@@ -244,6 +244,7 @@ void UpstreamConn::StartHandshake() {
   out_.pending().insert(0, bytes);
   for (auto it = slots.rbegin(); it != slots.rend(); ++it) {
     (*it)->in_flight = true;
+    (*it)->sent_ms = server_->NowMs();  // the stall check counts from here
     inflight_.push_front(*it);
   }
 }
