@@ -185,8 +185,7 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
     // The handshake gets connect-timeout-ms too (a server that does not speak TLS never
     // answers the ClientHello).
     self->last_error_ = "upstream TLS handshake timed out";
-    uv_timer_start(&self->timer_, OnConnectTimeout, self->server_->options().connect_timeout_ms,
-                   0);
+    uv_timer_start(&self->timer_, OnConnectTimeout, self->server_->options().connect_timeout_ms, 0);
   }
   self->reading_ = true;
   if (!self->read_paused_) {
