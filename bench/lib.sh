@@ -621,6 +621,7 @@ redis_bench_run() {
 #   targets_table(order, vs)   one row per test and target, with a "vs D" column per (D, targets)
 #                              in vs, filled for those targets
 #   ratios_heading()           the sentence above a table of ratios
+#   ratios_rows(ratios)        that sentence and a table: test, ratio label, of the medians, per round
 #   load_summary()             the CPU other processes used during the runs
 rounds_report() {
   { _rounds_report_py; cat; } | "$BENCH_PY" - "$1" "${BUSY_WARN_PCT:-15}" "${@:2}"
@@ -674,6 +675,16 @@ def ratios_heading():
     print()
     print("Ratios of the medians, and the median of the per-round ratios (each round's runs back to back):")
     print()
+
+def ratios_rows(ratios):
+    """One row per test and (numerator, denominator, label) of `ratios` both measured."""
+    ratios_heading()
+    print("| test | ratio | of the medians | median of per-round |")
+    print("|---|---|---:|---:|")
+    for test in tests:
+        for a, b, label in ratios:
+            if rps[(test, a)] and rps[(test, b)]:
+                print(f"| {test} | {label} | {ratio(med((test, a)), med((test, b)))} | {paired(test, a, b)} |")
 
 def load_summary():
     if loads:

@@ -150,13 +150,7 @@ targets_table(("twemproxy", "proxy", "direct", "standalone"),
 RATIOS = [("proxy", "twemproxy", "proxy/twemproxy"), ("proxy", "direct", "proxy/direct"),
           ("twemproxy", "direct", "twemproxy/direct"), ("proxy", "standalone", "sharding/standalone")]
 
-ratios_heading()
-print("| test | ratio | of the medians | median of per-round |")
-print("|---|---|---:|---:|")
-for test in tests:
-    for a, b, label in RATIOS:
-        if rps[(test, a)] and rps[(test, b)]:
-            print(f"| {test} | {label} | {ratio(med((test, a)), med((test, b)))} | {paired(test, a, b)} |")
+ratios_rows(RATIOS)
 load_summary()
 EOF
   echo

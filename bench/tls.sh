@@ -174,13 +174,7 @@ targets_table(("direct-tls", "proxy-tls", "direct", "proxy"),
 RATIOS = [("proxy-tls", "direct-tls", "proxy-tls/direct-tls"), ("proxy", "direct", "proxy/direct"),
           ("direct-tls", "direct", "direct-tls/direct"), ("proxy-tls", "proxy", "proxy-tls/proxy")]
 
-ratios_heading()
-print("| test | ratio | of the medians | median of per-round |")
-print("|---|---|---:|---:|")
-for test in tests:
-    for a, b, label in RATIOS:
-        if rps[(test, a)] and rps[(test, b)]:
-            print(f"| {test} | {label} | {ratio(med((test, a)), med((test, b)))} | {paired(test, a, b)} |")
+ratios_rows(RATIOS)
 print()
 for test in tests:
     a, b = med((test, "proxy-tls")), med((test, "direct-tls"))

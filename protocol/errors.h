@@ -39,6 +39,10 @@ inline constexpr std::string_view kCrossSlot =
     "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
 inline constexpr std::string_view kClusterDown = "-CLUSTERDOWN The cluster is down\r\n";
 inline constexpr std::string_view kSlotNotServed = "-CLUSTERDOWN Hash slot not served\r\n";
+// Redis's transaction errors (multi.c), for transactions the proxy ends itself.
+inline constexpr std::string_view kExecAbort =
+    "-EXECABORT Transaction discarded because of previous errors.\r\n";
+inline constexpr std::string_view kNestedMulti = "-ERR MULTI calls can not be nested\r\n";
 inline constexpr std::string_view kUpstreamUnavailablePrefix = "-ERR upstream unavailable";
 inline constexpr std::string_view kShuttingDown =
     "-ERR upstream unavailable (proxy shutting down)\r\n";

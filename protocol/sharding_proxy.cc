@@ -170,6 +170,7 @@ constexpr std::array kTwemproxy = {
 
 // Codis 3 (pkg/proxy/mapper.go): the commands flagged FlagNotAllow, answered with an error.
 // Every other command, known to it or not, is forwarded to the server of its first argument.
+// Sorted by name.
 constexpr std::string_view kCodisRefuses[] = {
     "bgrewriteaof",
     "bgsave",
@@ -226,10 +227,16 @@ constexpr std::string_view kCodisRefuses[] = {
 // Why a command is refused (kNone: forwarded).
 enum class Why : uint8_t { kNone, kCommand, kArguments, kNoKeys, kLongKey };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+// The longest name either table holds ("georadiusbymember"); a longer one is in neither.
+constexpr size_t kMaxName = 24;
+
+// `name` lower-cased into `buf` (no allocation); empty when it is longer than any known name.
+std::string_view Lower(std::string_view name, char (&buf)[kMaxName]) {
+  if (name.size() > kMaxName) return {};
+  for (size_t i = 0; i < name.size(); ++i) {
+    buf[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+  }
+  return {buf, name.size()};
 }
 
 const Known* FindTwemproxy(std::string_view lower) {
@@ -277,8 +284,9 @@ bool CountFits(Shape shape, size_t n) {
   return false;
 }
 
-Why TwemproxyRefuses(const std::vector<std::string_view>& args) {
-  const Known* known = FindTwemproxy(Lower(args[0]));
+// `lower`: args[0] lower-cased (Lower).
+Why TwemproxyRefuses(std::string_view lower, const std::vector<std::string_view>& args) {
+  const Known* known = FindTwemproxy(lower);
   if (known == nullptr) return Why::kCommand;
   if (known->shape == Shape::kEval && args.size() >= 3 && EvalKeys(args[2]) == 0) {
     return Why::kNoKeys;
@@ -311,26 +319,38 @@ Why TwemproxyRefuses(const std::vector<std::string_view>& args) {
   }
 }
 
-Why CodisRefuses(const std::vector<std::string_view>& args) {
-  const std::string lower = Lower(args[0]);
-  for (std::string_view r : kCodisRefuses) {
-    if (r == lower) return Why::kCommand;
-  }
-  return Why::kNone;
+Why CodisRefuses(std::string_view lower) {
+  return std::binary_search(std::begin(kCodisRefuses), std::end(kCodisRefuses), lower)
+             ? Why::kCommand
+             : Why::kNone;
 }
 
 Why Refuses(const std::vector<std::string_view>& args) {
   if (args.empty()) return Why::kCommand;
-  const Why twemproxy = TwemproxyRefuses(args);
-  return twemproxy != Why::kNone ? twemproxy : CodisRefuses(args);
+  char buf[kMaxName];
+  const std::string_view lower = Lower(args[0], buf);
+  const Why twemproxy = TwemproxyRefuses(lower, args);
+  return twemproxy != Why::kNone ? twemproxy : CodisRefuses(lower);
 }
 
 }  // namespace
 
 bool Forwards(ShardingProxy proxy, const std::vector<std::string_view>& args) {
   if (args.empty()) return false;
-  return (proxy == ShardingProxy::kTwemproxy ? TwemproxyRefuses(args) : CodisRefuses(args)) ==
-         Why::kNone;
+  char buf[kMaxName];
+  const std::string_view lower = Lower(args[0], buf);
+  return (proxy == ShardingProxy::kTwemproxy ? TwemproxyRefuses(lower, args)
+                                             : CodisRefuses(lower)) == Why::kNone;
+}
+
+std::string ShownCommandName(std::string_view name) {
+  std::string shown;
+  for (char c : name.substr(0, 64)) {
+    const bool plain =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '|';
+    shown += plain ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '?';
+  }
+  return shown;
 }
 
 bool ShardingProxyForwards(const std::vector<std::string_view>& args) {
@@ -338,12 +358,7 @@ bool ShardingProxyForwards(const std::vector<std::string_view>& args) {
 }
 
 std::string ShardingProxyRefusal(const std::vector<std::string_view>& args) {
-  std::string name;
-  for (char c : args.empty() ? std::string_view() : args[0].substr(0, 64)) {
-    const bool plain =
-        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '|';
-    name += plain ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : '?';
-  }
+  const std::string name = ShownCommandName(args.empty() ? std::string_view() : args[0]);
   std::string detail;
   switch (Refuses(args)) {
     case Why::kArguments:

@@ -34,6 +34,10 @@ bool Forwards(ShardingProxy proxy, const std::vector<std::string_view>& args);
 // may be sent.
 bool ShardingProxyForwards(const std::vector<std::string_view>& args);
 
+// A command name as error replies show it: upper case, at most 64 bytes, anything but letters,
+// digits and "_-.|" shown as '?' (a reply stays one safe line).
+std::string ShownCommandName(std::string_view name);
+
 // The error reply for a command ShardingProxyForwards refuses, naming the command and why:
 // "-ERR bloomproxy: 'RENAME' is not supported behind a sharding proxy (upstream-kind
 // sharding-proxy)\r\n".

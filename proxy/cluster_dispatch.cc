@@ -196,8 +196,7 @@ bool Client::StartDeferredMulti(const Command& cmd, const CommandInfo* info, Dis
   if (multi_aborted_ && (exec || discard)) {
     // A command of the transaction found no node: Redis's answer to a transaction with a
     // refused command.
-    ReplyLocal(exec ? "-EXECABORT Transaction discarded because of previous errors.\r\n"
-                    : "+OK\r\n");
+    ReplyLocal(exec ? protocol::errors::kExecAbort : "+OK\r\n");
     in_multi_ = deferred_multi_ = multi_aborted_ = watching_ = false;
     *result = Dispatched::kDone;
     return false;

@@ -626,7 +626,7 @@ Client::Dispatched Client::DeferMulti() {
   // On a cluster the transaction lives on the node of its first command's keys: MULTI is
   // answered now, as Redis answers it, and sent with that command (StartDeferredMulti).
   if (in_multi_) {
-    ReplyLocal("-ERR MULTI calls can not be nested\r\n");
+    ReplyLocal(errors::kNestedMulti);
     return Dispatched::kDone;
   }
   ReplyLocal("+OK\r\n");

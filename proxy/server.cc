@@ -56,7 +56,9 @@ Server::~Server() {
 bool Server::Start() {
   started_ms_ = uv_now(&loop_);
 
-  if (options_.port != 0 && !ListenTcp(&tcp_listener_, options_.port, "tcp")) return false;
+  if (options_.port != 0 && !ListenTcp(&tcp_listener_, &tcp_listening_, options_.port, "tcp")) {
+    return false;
+  }
   if (!StartTls()) return false;
   if (!options_.unixsocket.empty() && index_ == 0) {
     // A Unix socket cannot be shared by port reuse: the first loop serves it.
@@ -124,11 +126,10 @@ bool Server::Start() {
   return true;
 }
 
-bool Server::ListenTcp(uv_tcp_t* listener, int port, const char* what) {
+bool Server::ListenTcp(uv_tcp_t* listener, bool* listening, int port, const char* what) {
   uv_tcp_init(&loop_, listener);
   listener->data = this;
-  if (listener == &tcp_listener_) tcp_listening_ = true;
-  if (listener == &tls_listener_) tls_listening_ = true;
+  *listening = true;  // (open: Shutdown closes it)
   sockaddr_storage addr{};
   int rc = options_.bind.find(':') != std::string::npos
                ? uv_ip6_addr(options_.bind.c_str(), port, reinterpret_cast<sockaddr_in6*>(&addr))
@@ -188,18 +189,15 @@ void Server::Accept(uv_stream_t* listener, bool is_unix, bool tls) {
   ++stats_.connections_received;
   clients_.emplace(c->id(), c);
   if (tls) c->UseTls(client_tls_);
-  if (tls && (shutting_down_ || clients_.size() > static_cast<size_t>(options_.maxclients))) {
-    // (No plaintext reply goes to a TLS client.)
-    ++stats_.rejected_connections;
-    c->Close();
-    return;
-  }
   if (shutting_down_ || clients_.size() > static_cast<size_t>(options_.maxclients)) {
-    // As Redis: the connection is accepted, told why, and closed.
+    // As Redis: the connection is accepted, told why, and closed (a TLS client is only
+    // closed: no plaintext goes to it).
     ++stats_.rejected_connections;
-    uv_buf_t buf = uv_buf_init(const_cast<char*>(protocol::errors::kMaxClients.data()),
-                               static_cast<unsigned>(protocol::errors::kMaxClients.size()));
-    uv_try_write(c->stream(), &buf, 1);
+    if (!tls) {
+      uv_buf_t buf = uv_buf_init(const_cast<char*>(protocol::errors::kMaxClients.data()),
+                                 static_cast<unsigned>(protocol::errors::kMaxClients.size()));
+      uv_try_write(c->stream(), &buf, 1);
+    }
     c->Close();
     return;
   }

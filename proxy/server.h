@@ -125,7 +125,9 @@ class Server {
   static void OnSignal(uv_signal_t* h, int signum);
 
   void Accept(uv_stream_t* listener, bool is_unix, bool tls);
-  bool ListenTcp(uv_tcp_t* listener, int port, const char* what);
+  // Listens on `port` of the bind address (with SO_REUSEPORT under --threads); *listening says
+  // the handle is open.
+  bool ListenTcp(uv_tcp_t* listener, bool* listening, int port, const char* what);
   // tls_server.cc
   bool StartTls();  // the contexts, and the tls-port's listener
   static void OnSighup(uv_signal_t* h, int signum);

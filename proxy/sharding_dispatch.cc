@@ -2,10 +2,10 @@
 // commands it refuses are answered here with an error, so that no client's command makes it
 // close a shared connection; commands Redis Cluster would split per slot are split per hash
 // tag (the unit a sharding proxy places), so that each part has its keys on one server.
-#include <cctype>
 #include <string>
 
 #include "protocol/command_keys.h"
+#include "protocol/errors.h"
 #include "protocol/key_slot.h"
 #include "protocol/sharding_proxy.h"
 #include "proxy/client.h"
@@ -33,25 +33,19 @@ bool Client::RefusedInTransaction(const Command& cmd, const Route& route) {
   switch (route.effect) {
     case protocol::Effect::kExec:
       multi_refused_ = false;
-      ReplyLocal("-EXECABORT Transaction discarded because of previous errors.\r\n");
+      ReplyLocal(protocol::errors::kExecAbort);
       return true;
     case protocol::Effect::kDiscard:
       multi_refused_ = false;
       ReplyLocal("+OK\r\n");
       return true;
     case protocol::Effect::kMulti:
-      ReplyLocal("-ERR MULTI calls can not be nested\r\n");
+      ReplyLocal(protocol::errors::kNestedMulti);
       return true;
     default:
       break;
   }
-  std::string name;
-  for (char c : cmd.args[0].substr(0, 64)) {
-    name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'
-                ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-                : '?';
-  }
-  ReplyLocal("-ERR bloomproxy: '" + name +
+  ReplyLocal("-ERR bloomproxy: '" + protocol::ShownCommandName(cmd.args[0]) +
              "' not run: it follows a MULTI, and transactions are not supported behind a "
              "sharding proxy (upstream-kind sharding-proxy); EXEC or DISCARD ends it\r\n");
   return true;

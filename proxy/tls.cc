@@ -5,9 +5,12 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <strings.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <sstream>
 #include <utility>
 
 namespace bloomproxy::proxy {
@@ -34,33 +37,25 @@ bool Failed(SSL_CTX* ctx, const std::string& what, std::string* error) {
   return false;
 }
 
-// tls-protocols ("TLSv1.2 TLSv1.3", any case): the versions not listed are switched off.
+// tls-protocols ("TLSv1.2 TLSv1.3", any case; conf/ checked the words): the versions not
+// listed are switched off.
 void SetProtocols(SSL_CTX* ctx, const std::string& list) {
   if (list.empty()) {
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     return;
   }
-  std::string lower(list);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  auto has = [&](const char* word) {
-    size_t at = 0;
-    while ((at = lower.find(word, at)) != std::string::npos) {
-      const size_t end = at + std::strlen(word);
-      if ((at == 0 || lower[at - 1] == ' ') && (end == lower.size() || lower[end] == ' ')) {
-        return true;
-      }
-      at = end;
-    }
-    return false;
-  };
-  long off = SSL_OP_NO_SSLv2 | SSL_OP_NO_SSLv3;
-  if (!has("tlsv1")) off |= SSL_OP_NO_TLSv1;
-  if (!has("tlsv1.1")) off |= SSL_OP_NO_TLSv1_1;
-  if (!has("tlsv1.2")) off |= SSL_OP_NO_TLSv1_2;
-  if (!has("tlsv1.3")) off |= SSL_OP_NO_TLSv1_3;
-  if (has("tlsv1") || has("tlsv1.1")) SSL_CTX_set_min_proto_version(ctx, 0);
-  SSL_CTX_set_options(ctx, off);
+  bool v10 = false, v11 = false, v12 = false, v13 = false;
+  std::istringstream words(list);
+  for (std::string w; words >> w;) {
+    v10 |= strcasecmp(w.c_str(), "TLSv1") == 0;
+    v11 |= strcasecmp(w.c_str(), "TLSv1.1") == 0;
+    v12 |= strcasecmp(w.c_str(), "TLSv1.2") == 0;
+    v13 |= strcasecmp(w.c_str(), "TLSv1.3") == 0;
+  }
+  if (v10 || v11) SSL_CTX_set_min_proto_version(ctx, 0);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_SSLv2 | SSL_OP_NO_SSLv3 | (v10 ? 0 : SSL_OP_NO_TLSv1) |
+                               (v11 ? 0 : SSL_OP_NO_TLSv1_1) | (v12 ? 0 : SSL_OP_NO_TLSv1_2) |
+                               (v13 ? 0 : SSL_OP_NO_TLSv1_3));
 }
 
 int PassphraseCallback(char* buf, int size, int, void* userdata) {

@@ -36,7 +36,8 @@ bool Server::StartTls() {
     LOG_WARNING("Failed to configure TLS: %s", error.c_str());
     return false;
   }
-  if (options_.tls_port != 0 && !ListenTcp(&tls_listener_, options_.tls_port, "tls")) {
+  if (options_.tls_port != 0 &&
+      !ListenTcp(&tls_listener_, &tls_listening_, options_.tls_port, "tls")) {
     return false;
   }
   if (options_.tls_port != 0) {
