@@ -649,3 +649,30 @@ class Load:
         assert self.longest < max_stall, f"a load batch stalled for {self.longest:.2f} s"
         if min_batches is not None:
             assert self.batches >= min_batches, f"only {self.batches} batches answered"
+
+
+def failed_in_test(request):
+    """Whether the test of `request` failed in setup or call (conftest records the reports)."""
+    node = request.node
+    return any(getattr(getattr(node, "rep_" + w, None), "failed", False)
+               for w in ("setup", "call"))
+
+
+def stop_proxies(request, started):
+    """Fixture teardown: SIGTERM to each proxy started, which must exit with its expected code;
+    their logs are printed when the test failed."""
+    problems = []
+    for p in started:
+        try:
+            code = p.terminate_and_wait()
+        except AssertionError as exc:
+            problems.append(f"{p.args}: {exc}")
+            continue
+        if p.expected_exit is not None and code != p.expected_exit:
+            problems.append(f"{p.args}: exit code {code} after SIGTERM, expected "
+                            f"{p.expected_exit}")
+    if problems or failed_in_test(request):
+        for p in started:
+            print(f"===== bloomproxy output ({p.log_path}) =====")
+            print(p.log())
+    assert not problems, "; ".join(problems)

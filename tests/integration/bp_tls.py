@@ -37,7 +37,7 @@ import pytest
 
 from bp_helpers import (BLOOMPROXY_BIN, HOST, REDIS_SERVER, Err, Proxy, RawConn, RedisServer,
                         Simple, _die_with_parent, encode_command as cmd, free_port, ping_ok,
-                        proxy_env, tail, wait_until)
+                        proxy_env, stop_proxies, tail, wait_until)
 
 OPENSSL = os.environ.get("OPENSSL_BIN", "openssl")
 KEY_PASSPHRASE = "correct horse battery"
@@ -600,23 +600,7 @@ def tls_proxy(request, tmp_path, certs):
         return p
 
     yield start
-    problems = []
-    for p in started:
-        try:
-            code = p.terminate_and_wait()
-        except AssertionError as exc:
-            problems.append(f"{p.args}: {exc}")
-            continue
-        if p.expected_exit is not None and code != p.expected_exit:
-            problems.append(f"{p.args}: exit code {code} after SIGTERM, expected "
-                            f"{p.expected_exit}")
-    failed = any(getattr(getattr(request.node, "rep_" + w, None), "failed", False)
-                 for w in ("setup", "call"))
-    if problems or failed:
-        for p in started:
-            print(f"===== bloomproxy output ({p.log_path}) =====")
-            print(p.log())
-    assert not problems, "; ".join(problems)
+    stop_proxies(request, started)
 
 
 def upstream_tls_args(certs, server=None, ca=None, client=None):

@@ -44,7 +44,7 @@ import bp_helpers  # noqa: E402
 from bp_cluster import RedisCluster  # noqa: E402
 from bp_nutcracker import Twemproxy  # noqa: E402
 from bp_helpers import (REDIS_BY_PORT, restart_redis_server, start_proxy,  # noqa: E402
-                        start_redis_with_retry)
+                        start_redis_with_retry, stop_proxies)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -69,12 +69,6 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
-
-
-def _test_failed(request):
-    node = request.node
-    return any(getattr(getattr(node, "rep_" + w, None), "failed", False)
-               for w in ("setup", "call"))
 
 
 @pytest.fixture
@@ -122,25 +116,7 @@ def proxy(request, redis_instance, tmp_path):
         return p
 
     yield start
-    _stop_proxies(request, started)
-
-
-def _stop_proxies(request, started):
-    problems = []
-    for p in started:
-        try:
-            code = p.terminate_and_wait()
-        except AssertionError as exc:
-            problems.append(f"{p.args}: {exc}")
-            continue
-        if p.expected_exit is not None and code != p.expected_exit:
-            problems.append(f"{p.args}: exit code {code} after SIGTERM, expected "
-                            f"{p.expected_exit}")
-    if problems or _test_failed(request):
-        for p in started:
-            print(f"===== bloomproxy output ({p.log_path}) =====")
-            print(p.log())
-    assert not problems, "; ".join(problems)
+    stop_proxies(request, started)
 
 
 @pytest.fixture(scope="session")
@@ -212,7 +188,7 @@ def cluster_proxy(request, tmp_path):
         return p
 
     yield start
-    _stop_proxies(request, started)
+    stop_proxies(request, started)
 
 
 @pytest.fixture(scope="module")
@@ -241,4 +217,4 @@ def sharding_proxy(request, tmp_path):
         return p
 
     yield start
-    _stop_proxies(request, started)
+    stop_proxies(request, started)
