@@ -79,21 +79,25 @@ def pexpiretime(direct, key):
     return direct.execute_command("PEXPIRETIME", key)
 
 
-def assert_data_expiry(direct, name, tolerance_ms=0):
-    """Every data key of `name` expires when the name does (both persistent, or the same
-    absolute time within tolerance_ms)."""
+def assert_keys_expire_with(direct, name, keys, tolerance_ms=0):
+    """Each of `keys` expires when `name` does on the server `direct` (both persistent, or the
+    same absolute time within tolerance_ms). Returns the name's PEXPIRETIME."""
     when = pexpiretime(direct, name)
     assert when != -2, f"{name!r} does not exist upstream"
-    data = data_keys_of(direct, name)
-    assert data
-    for k in data:
+    assert keys, f"{name!r} has no internal keys on {direct}"
+    for k in keys:
         t = pexpiretime(direct, k)
         if when == -1:
-            assert t == -1, f"{name!r} is persistent but data key {k!r} expires at {t}"
+            assert t == -1, f"{name!r} is persistent but {k!r} expires at {t}"
         else:
             assert t != -1 and abs(t - when) <= tolerance_ms, \
-                f"{name!r} expires at {when} but data key {k!r} at {t}"
+                f"{name!r} expires at {when} but {k!r} at {t}"
     return when
+
+
+def assert_data_expiry(direct, name, tolerance_ms=0):
+    """Every data key of `name` expires when the name does."""
+    return assert_keys_expire_with(direct, name, data_keys_of(direct, name), tolerance_ms)
 
 
 @pytest.fixture(params=sorted(MODES))

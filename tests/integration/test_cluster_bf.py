@@ -17,7 +17,7 @@ from bf_vectors import (data_keys_of, key_hash_slot, load_cases, marker_keys_of,
                         parse_data_key, replay_case)
 from bp_helpers import encode_command as cmd
 from test_bf_concurrency import check_filter_consistent, run_threads
-from test_bf_keys import assert_filter_is, make_filter
+from test_bf_keys import assert_filter_is, assert_keys_expire_with, make_filter
 
 CASES = load_cases()
 SHARD = 64
@@ -161,18 +161,9 @@ def assert_gone(conn, cluster, name):
 def check_expiry(cluster, name, tolerance_ms=0):
     """Every internal key of `name` expires when the name does (on the master serving it)."""
     client = cluster.node_for_key(name).client()
-    when = client.execute_command("PEXPIRETIME", name)
-    assert when != -2, f"{name!r} does not exist"
     keys = set(client.keys("*"))
     internal = data_keys_of(None, name, keys) + marker_keys_of(None, name, keys)
-    assert internal, f"{name!r} has no internal keys on {client}"
-    for k in internal:
-        t = client.execute_command("PEXPIRETIME", k)
-        if when == -1:
-            assert t == -1, f"{name!r} is persistent but {k!r} expires at {t}"
-        else:
-            assert t != -1 and abs(t - when) <= tolerance_ms, \
-                f"{name!r} expires at {when} but {k!r} at {t}"
+    assert_keys_expire_with(client, name, internal, tolerance_ms)
     return internal
 
 

@@ -29,7 +29,7 @@ from bf_vectors import (ModelFilter, data_keys_of, has_hash_tag, load_cases, mar
                         parse_data_key, replay_case, run_commands, scandump_all)
 from bp_helpers import encode_command as cmd
 from test_bf_concurrency import check_filter_consistent, run_threads
-from test_bf_keys import assert_filter_is, make_filter
+from test_bf_keys import assert_filter_is, assert_keys_expire_with, make_filter
 from test_cluster_bf import with_keys
 
 CASES = load_cases()
@@ -216,17 +216,8 @@ def check_expiry(tw, name, tolerance_ms=0):
     """Every internal key of `name` expires when the name does (PEXPIRETIME on the server
     holding them). Returns (the name's PEXPIRETIME, its internal keys)."""
     client = tw.server_for_key(name).client()
-    when = client.execute_command("PEXPIRETIME", name)
-    assert when != -2, f"{name!r} does not exist on the server nutcracker sends it to"
     internal = internal_keys(tw, name)
-    assert internal, f"{name!r} has no internal keys"
-    for k in internal:
-        t = client.execute_command("PEXPIRETIME", k)
-        if when == -1:
-            assert t == -1, f"{name!r} is persistent but {k!r} expires at {t}"
-        else:
-            assert t != -1 and abs(t - when) <= tolerance_ms, \
-                f"{name!r} expires at {when} but {k!r} at {t}"
+    when = assert_keys_expire_with(client, name, internal, tolerance_ms)
     return when, internal
 
 
