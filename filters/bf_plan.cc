@@ -308,19 +308,19 @@ void BfPlan::AddValidation(Requests* req) {
   req->Add({"HMGET", name_, kMarkerField, "id", "l" + std::to_string(meta_->links.size())});
 }
 
-KeyState BfPlan::Validate(StepReplies& r, std::string* error) {
-  const ReplyCheck& c = checks_[0];
-  if (r.empty()) {
+KeyState BfPlan::Validate(StepReplies& r, std::string* error, size_t at) {
+  const ReplyCheck& c = checks_[at];
+  if (at >= r.size()) {
     *error = Unexpected(c, "the reply is missing");
     return KeyState::kError;
   }
-  const std::string_view f = r.Frame(0);
-  if (r.IsErrorReply(0)) {
+  const std::string_view f = r.Frame(at);
+  if (r.IsErrorReply(at)) {
     if (f.substr(0, 10) == "-WRONGTYPE") return KeyState::kOtherType;
     *error = UpstreamError(f, c);
     return KeyState::kError;
   }
-  const redisReply* hmget = r.Get(0);
+  const redisReply* hmget = r.Get(at);
   if (hmget == nullptr || hmget->type != REDIS_REPLY_ARRAY || hmget->elements != 3) {
     *error = Unexpected(c, "expected an array of 3, got " + Described(hmget, f));
     return KeyState::kError;
@@ -372,22 +372,14 @@ void BfPlan::OnMain(StepReplies& r, PlanStep* step) {
     return Finish(step, error);
   }
   if (state == KeyState::kNewLink && adding && add_stage_ == AddStage::kSet) {
-    // Another proxy added a link: this round's bits went into a link that is now older,
-    // which keeps the items findable. Count them there and reload before the next round.
-    reload_ = true;
+    // Another proxy added a link: the set step's own reading after its write (or its script)
+    // says what became of the items (bf_plan_set.cc).
   } else if (state != KeyState::kFilter) {
     if (adding && add_stage_ == AddStage::kCheck && state == KeyState::kNewLink) {
       Release(reserve_);  // the same filter: its count must not keep this round's places
     }
-    if (round_wrote_ && state != KeyState::kNewLink) {
-      // The name was deleted or recreated: the bits this round set belong to no filter.
-      std::vector<std::string> args = {"UNLINK"};
-      for (uint64_t shard : set_ops_.shards) {
-        args.push_back(meta_->BitsKey(meta_->links.size() - 1, shard));
-      }
-      trailing_.Add(args);
-    }
-    round_wrote_ = false;
+    if (adding && add_stage_ == AddStage::kSet) ForgetOrphanBits();
+    if (adding && add_stage_ == AddStage::kResolve) resume_id_ = meta_->id;  // still in doubt
     return Restart(step);
   }
   if (!CheckReplies(r, &error)) {

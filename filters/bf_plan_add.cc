@@ -25,10 +25,11 @@ void BfPlan::ReleaseAfterError(StepReplies& r) {
     Release(placed_);
     return;
   }
+  if (add_stage_ == AddStage::kResolve) return;  // the items are set, their places kept
   int64_t after = 0;
   if (incr_at_ >= r.size() || !FrameInt(r.Frame(incr_at_), &after)) return;  // nothing reserved
   if (after == reserve_ && count_len_at_ < r.size() && r.Frame(count_len_at_) == ":0\r\n") {
-    trailing_.Add({"UNLINK", meta_->CountKey(meta_->links.size() - 1)});
+    trailing_.Add({"UNLINK", meta_->CountKey(target_)});
     return;
   }
   Release(reserve_);
@@ -43,18 +44,17 @@ void BfPlan::ReleaseAfterError(StepReplies& r) {
 // items' bits there: RedisBloom adds nothing for an item an older link has. It also checks
 // (STRLEN) that the count key and the shards the set step will write are there, at their
 // size, before anything is written to them.
-// The set step sets the bits of the items that fit, one BITFIELD per shard of the newest
-// link: the old values it returns say, item by item and in order, whether each is new,
-// atomically. The reservation left unused (items that were not new) is given back with
-// DECRBY. A full link gets a successor before the next round.
+// The set step (bf_plan_set.cc) sets the bits of the items that fit and says, item by item,
+// whether each is new. The reservation left unused (items that were not new) is given back
+// with DECRBY. A full link gets a successor before the next round.
 void BfPlan::AddRound(PlanStep* step) {
-  round_wrote_ = false;
   if (reload_) {
     reload_ = false;
     meta_ = nullptr;
     cache_->Erase(name_);
     return Fetch(step);
   }
+  if (ResumeAfterReload(step)) return;
   if (next_ >= items_.size()) return FinishMembers(step);
   const size_t last = meta_->links.size() - 1;
   const int64_t room = static_cast<int64_t>(meta_->links[last].capacity) - meta_->counts[last];
@@ -72,6 +72,7 @@ void BfPlan::AddRound(PlanStep* step) {
 void BfPlan::CheckLinks(PlanStep* step, size_t links) {
   add_stage_ = AddStage::kCheck;
   const size_t last = meta_->links.size() - 1;
+  target_ = last;
   Requests& req = BeginStep(step);
   AddValidation(&req);
   count_len_at_ = req.count();
@@ -99,28 +100,11 @@ void BfPlan::CheckLinks(PlanStep* step, size_t links) {
   EndStep(step);
 }
 
-// The set step, for the window's items not found in older links.
-void BfPlan::SetBits(PlanStep* step) {
-  add_stage_ = AddStage::kSet;
-  set_items_.clear();
-  for (size_t j = 0; j < window_.size(); ++j) {
-    if (!found_[j]) set_items_.push_back(window_[j]);
-  }
-  const size_t last = meta_->links.size() - 1;
-  Requests& req = BeginStep(step);
-  AddValidation(&req);
-  PlanBits(last, set_items_, &set_ops_);
-  AddBitfields(&req, last, /*set=*/true, &set_ops_);
-  round_wrote_ = true;
-  EndStep(step);
-}
-
-// Gives back `n` reserved places of the newest link.
+// Gives back `n` places reserved in the round's link.
 void BfPlan::Release(int64_t n) {
   if (n <= 0) return;
-  const size_t last = meta_->links.size() - 1;
-  meta_->counts[last] -= n;
-  trailing_.Add({"DECRBY", meta_->CountKey(last), std::to_string(n)});
+  meta_->counts[target_] -= n;
+  trailing_.Add({"DECRBY", meta_->CountKey(target_), std::to_string(n)});
 }
 
 // The replies were checked (CheckReplies).
@@ -177,21 +161,8 @@ void BfPlan::OnAddRound(StepReplies& r, PlanStep* step) {
     }
     return SetBits(step);
   }
-  // The set step.
-  int64_t added = 0;
-  size_t s = 0;
-  for (size_t j = 0; j < window_.size(); ++j) {
-    if (found_[j]) {
-      results_.push_back(kRes0);
-      continue;
-    }
-    const bool existed = AllOnes(set_ops_, s++, r);
-    results_.push_back(existed ? kRes0 : kRes1);
-    added += existed ? 0 : 1;
-  }
-  next_ = window_.back() + 1;
-  Release(placed_ - added);
-  AddRound(step);
+  if (add_stage_ == AddStage::kResolve) return OnResolve(r, step);
+  OnSetStep(r, step);
 }
 
 size_t BfPlan::MemberOf(size_t item) const {

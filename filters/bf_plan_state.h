@@ -2,9 +2,10 @@
 // concern: fetching and validating a filter's metadata, and the dispatch of a step's replies
 // (bf_plan.cc); creating a filter or a new link (bf_plan_create.cc); the items' bits and the
 // BITFIELD commands that read and set them (bf_plan_bits.cc); BF.ADD / BF.MADD / BF.INSERT
-// rounds and the members' replies (bf_plan_add.cc); BF.EXISTS / BF.MEXISTS, BF.CARD and BF.INFO
-// (bf_plan_read.cc); BF.SCANDUMP and BF.LOADCHUNK (bf_plan_dump.cc). Internal to filters/:
-// everything else goes through MakeBfPlan and MakeBatchPlan.
+// rounds and the members' replies (bf_plan_add.cc); their set step (bf_plan_set.cc); BF.EXISTS /
+// BF.MEXISTS, BF.CARD and BF.INFO (bf_plan_read.cc); BF.SCANDUMP and BF.LOADCHUNK
+// (bf_plan_dump.cc). Internal to filters/: everything else goes through MakeBfPlan and
+// MakeBatchPlan.
 #pragma once
 
 #include <algorithm>
@@ -72,7 +73,7 @@ class BfPlan : public Plan {
 
  private:
   enum class Phase { kFetch, kCounts, kCreate, kCreateLink, kMain };
-  enum class AddStage { kCheck, kSet };
+  enum class AddStage { kCheck, kSet, kResolve };
 
   // --- steps, replies, restarts (bf_plan.cc) ----------------------------------------------
 
@@ -105,7 +106,8 @@ class BfPlan : public Plan {
   // reload that follows tells them apart with TYPE).
   static constexpr size_t kValidationReplies = 1;
   void AddValidation(Requests* req);
-  KeyState Validate(StepReplies& r, std::string* error);
+  // `at`: the reply's index in the step (a set step validates again after its write).
+  KeyState Validate(StepReplies& r, std::string* error, size_t at = 0);
 
   // --- the command itself: its round, by command (bf_plan.cc) -----------------------------
 
@@ -147,9 +149,21 @@ class BfPlan : public Plan {
   void ReleaseAfterError(StepReplies& r);
   void AddRound(PlanStep* step);
   void CheckLinks(PlanStep* step, size_t links);  // the check step
-  void SetBits(PlanStep* step);
   void Release(int64_t n);
   void OnAddRound(StepReplies& r, PlanStep* step);
+
+  // --- the set step of adding (bf_plan_set.cc) --------------------------------------------
+
+  void SetBits(PlanStep* step);
+  void SetPlain(Requests* req);
+  void SetByScript(Requests* req);
+  void OnSetStep(StepReplies& r, PlanStep* step);
+  void OnPlainSet(StepReplies& r, PlanStep* step);
+  void OnScriptSet(StepReplies& r, PlanStep* step);
+  bool ResumeAfterReload(PlanStep* step);  // a set step waiting for fresh metadata
+  void Resolve(PlanStep* step);
+  void OnResolve(StepReplies& r, PlanStep* step);
+  void ForgetOrphanBits();             // a plain set step wrote to a filter that is gone
   size_t MemberOf(size_t item) const;  // the member whose items hold `item`
   void FinishMembers(PlanStep* step);
 
@@ -185,13 +199,21 @@ class BfPlan : public Plan {
   Requests next_requests_;          // the step being built
   std::vector<ReplyCheck> checks_;  // what each reply of the step in flight must be
   int restarts_ = 0;
-  bool round_wrote_ = false;
   bool reload_ = false;
   bool link_full_ = false;   // the upstream showed the newest link full
   int64_t reserve_ = 0;      // places asked for in the newest link this round
   int64_t placed_ = 0;       // places granted and used by items to set
   size_t count_len_at_ = 0;  // check step: the reply of STRLEN of the newest count key
   size_t incr_at_ = 0;       // check step: the reply of its INCRBY
+  size_t set_at_ = 0;        // set step: the reply of the add script
+  size_t target_ = 0;        // the link where the round's places are reserved
+  // Set steps (bf_plan_set.cc): plain (one BITFIELD) or by the add script; the reply of the
+  // validation after a plain write; the filter's id while the step waits for fresh metadata
+  // (to resume a script, or to resolve the items in doubt after a plain write).
+  bool plain_set_ = false;
+  size_t post_at_ = 0;
+  std::string resume_id_;
+  std::vector<size_t> doubt_;  // items a plain write found new while a newer link existed
 
   // ADD state.
   std::vector<ItemHash> hashes_;

@@ -23,6 +23,9 @@ std::string What(const ReplyCheck& c) {
     case ReplyCheck::Role::kCounts:
       out += " of the counts";
       break;
+    case ReplyCheck::Role::kAdd:
+      out += " setting bits in link " + std::to_string(c.link);
+      break;
   }
   return out;
 }
@@ -149,6 +152,23 @@ bool CheckReply(StepReplies& r, size_t i, const ReplyCheck& c, std::string* erro
       for (int64_t b : *values) {
         if (b != 0 && b != 1) {
           *error = Unexpected(c, "expected bits 0 or 1, got the integer " + std::to_string(b));
+          return false;
+        }
+      }
+      return true;
+    }
+    case Kind::kAddResults: {
+      if (FrameInt(f, &v) && v == -1) return true;  // the filter changed: nothing written
+      const std::vector<int64_t>* values = r.Ints(i);
+      if (values == nullptr || values->size() != c.n) {
+        *error = Unexpected(c, "expected -1 or an array of " + std::to_string(c.n) +
+                                   " integers 0, 1 or 2, got " + DescribeFrame(f));
+        return false;
+      }
+      for (int64_t b : *values) {
+        if (b < 0 || b > 2) {
+          *error =
+              Unexpected(c, "expected results 0, 1 or 2, got the integer " + std::to_string(b));
           return false;
         }
       }

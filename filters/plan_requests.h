@@ -21,17 +21,18 @@ namespace bloomproxy::filters {
 // anything else ends the command with an error.
 struct ReplyCheck {
   enum class Kind : uint8_t {
-    kAny,      // read by the plan itself (validation, TYPE, HGETALL), or not read at all
-    kNoError,  // anything but an error reply
-    kInteger,  // an integer
-    kLength,   // STRLEN / SETRANGE of a shard: the integer `n` (the shard's size)
-    kPresent,  // STRLEN of a count key: an integer > 0 (the key exists)
-    kBits,     // BITFIELD / BITFIELD_RO: an array of `n` integers, each 0 or 1
-    kBulk,     // GETRANGE of a shard: a bulk string of `n` bytes
-    kCounts,   // MGET of the count keys: `n` bulk strings, each an integer >= 0
-    kCount,    // GET of a count key: a bulk string holding an integer >= 0
+    kAny,         // read by the plan itself (validation, TYPE, HGETALL), or not read at all
+    kNoError,     // anything but an error reply
+    kInteger,     // an integer
+    kLength,      // STRLEN / SETRANGE of a shard: the integer `n` (the shard's size)
+    kPresent,     // STRLEN of a count key: an integer > 0 (the key exists)
+    kBits,        // BITFIELD / BITFIELD_RO: an array of `n` integers, each 0 or 1
+    kBulk,        // GETRANGE of a shard: a bulk string of `n` bytes
+    kCounts,      // MGET of the count keys: `n` bulk strings, each an integer >= 0
+    kCount,       // GET of a count key: a bulk string holding an integer >= 0
+    kAddResults,  // the add script (add_script.h): -1, or an array of `n` integers 0, 1 or 2
   };
-  enum class Role : uint8_t { kNone, kShard, kCount, kCounts };
+  enum class Role : uint8_t { kNone, kShard, kCount, kCounts, kAdd };
 
   std::string command;  // upper case, as sent (short: no allocation)
   Kind kind = Kind::kAny;

@@ -157,6 +157,43 @@ def test_three_proxies_three_writers_one_scaling_filter(proxy):
     assert filters_needed(ones, CAPACITY, EXPANSION) == 3
 
 
+def test_same_items_through_three_proxies_while_scaling(proxy):
+    """Three proxies add the same items, each in its own order, to filters that start small and
+    scale many times: at every scale-up some item is in flight through two proxies at once,
+    one writing the old newest link and one the new link. Of all the adds of one item exactly
+    one answers 1, and BF.CARD counts each item once."""
+    proxies = [proxy() for _ in range(3)]
+    keys = [f"conc:same:{n}" for n in range(6)]
+    with proxies[0].raw() as c:
+        for key in keys:
+            assert c.command("BF.RESERVE", key, "0.01", "10", "EXPANSION", "2") == b"OK"
+    items = [f"same-{j}".encode() for j in range(2000)]
+    replies = [{key: {} for key in keys} for _ in range(3)]
+
+    def writer(tid):
+        with RawConn(proxies[tid].port, timeout=60) as c:
+            for n, key in enumerate(keys):
+                order = list(items)
+                random.Random(100 * n + tid).shuffle(order)
+                for i in range(0, len(order), 20):
+                    part = order[i:i + 20]
+                    c.send(b"".join(cmd("BF.ADD", key, it) for it in part))
+                    for it in part:
+                        v = c.read_reply()
+                        assert v in (0, 1), f"BF.ADD reply {v!r}"
+                        replies[tid][key][it] = v
+
+    run_threads(writer, 3)
+    for key in keys:
+        per_item = {it: sum(r[key][it] for r in replies) for it in items}
+        twice = [it for it, n in per_item.items() if n > 1]
+        assert not twice, \
+            f"{key}: {len(twice)} items reported as newly added more than once: {twice[:5]}"
+        ones = sum(per_item.values())
+        check_filter_consistent(proxies, key, items, ones, 10, 2, 0.01)
+        assert 1900 <= ones <= 2000, (key, ones)
+
+
 def test_concurrent_auto_create_and_reserve(proxy):
     """Three proxies race to create the same filters: one BF.RESERVE wins, the others get
     'item exists'; adds to a missing key through all three end in one default filter."""

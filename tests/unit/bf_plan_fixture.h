@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/add_script.h"
 #include "filters/bf_args.h"
 #include "filters/key_layout.h"
 #include "filters/sharding_requests.h"
@@ -68,7 +69,8 @@ inline std::vector<std::vector<std::string>> ParseRequests(std::string_view in) 
 }
 
 // The Redis commands plans send, on strings and hashes, with Redis's replies; behind a sharding
-// proxy also the scripts of filters/sharding_requests.h, recognised by their text.
+// proxy also the scripts of filters/sharding_requests.h, and the add script (filters/add_script.h),
+// recognised by their text.
 class MiniRedis {
  public:
   std::map<std::string, std::string> strings;
@@ -262,6 +264,7 @@ class MiniRedis {
   // EVAL of a script of filters/sharding_requests.h (KEYS[1] = c[3], ARGV = c[4..]), emulated
   // as its comment documents it.
   std::string Eval(const std::vector<std::string>& c) {
+    if (c.size() > 3 && c[1] == AddScript()) return EvalAdd(c);
     if (c.size() < 4 || c[2] != "1") return "-ERR unexpected EVAL\r\n";
     const std::string& key = c[3];
     if (c[1] == PublishScript()) {
@@ -279,6 +282,68 @@ class MiniRedis {
     }
     if (c[1] == ExpireTimeScript() && c.size() == 4) return Run({"PEXPIRETIME", key});
     return "-ERR unexpected script\r\n";
+  }
+
+  // EVAL of filters/add_script.h, emulated as its comment documents it: one BITFIELD per
+  // shard and group, items in order.
+  std::string EvalAdd(const std::vector<std::string>& c) {
+    const size_t nkeys = std::stoul(c[2]);
+    const std::vector<std::string> keys(c.begin() + 3, c.begin() + 3 + nkeys);
+    const std::vector<std::string> argv(c.begin() + 3 + nkeys, c.end());
+    if (!hashes.count(keys[0])) return Int(kAddStale);
+    auto& h = hashes[keys[0]];
+    if (!h.count(argv[0]) || h[argv[0]] != argv[1] || h["id"] != argv[2] || h.count(argv[3])) {
+      return Int(kAddStale);
+    }
+    const size_t n = std::stoul(argv[4]), groups = std::stoul(argv[5]);
+    size_t a = 6;
+    std::vector<bool> found(n, false);
+    std::vector<int64_t> out(n, 0);
+    for (size_t g = 0; g < groups; ++g) {
+      const bool set = g + 1 == groups;
+      const size_t k = std::stoul(argv[a++]);
+      std::map<std::string, std::vector<std::string>> cmds;  // key -> BITFIELD
+      std::vector<std::pair<std::string, size_t>> where(n * k);
+      for (size_t j = 0; j < n; ++j) {
+        for (size_t b = 0; b < k; ++b, a += 2) {
+          if (found[j]) continue;
+          const std::string& key = keys[std::stoul(argv[a]) - 1];
+          auto& cmd = cmds[key];
+          if (cmd.empty()) cmd = {"BITFIELD", key};
+          where[j * k + b] = {key, (cmd.size() - 2) / (set ? 4 : 3)};
+          for (const char* op : {set ? "SET" : "GET", "u1"}) cmd.push_back(op);
+          cmd.push_back(argv[a + 1]);
+          if (set) cmd.push_back("1");
+        }
+      }
+      std::map<std::string, std::vector<int64_t>> bits;
+      for (const auto& [key, cmd] : cmds) {
+        const std::string reply = Run(cmd);
+        std::vector<int64_t>& v = bits[key];
+        for (size_t p = reply.find(":"); p != std::string::npos; p = reply.find(":", p + 1)) {
+          v.push_back(reply[p + 1] - '0');
+        }
+      }
+      for (size_t j = 0; j < n; ++j) {
+        if (found[j]) {
+          if (set) out[j] = kAddInOlderLink;
+          continue;
+        }
+        bool ones = true;
+        for (size_t b = 0; b < k; ++b) {
+          ones = ones && bits[where[j * k + b].first][where[j * k + b].second] == 1;
+        }
+        if (set) {
+          out[j] = ones ? kAddExisted : kAddNew;
+        } else {
+          found[j] = ones;
+        }
+      }
+    }
+    std::string reply;
+    protocol::AppendArrayHeader(&reply, static_cast<int64_t>(n));
+    for (int64_t v : out) reply += Int(v);
+    return reply;
   }
 };
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/add_script.h"
 #include "filters/sharding_requests.h"
 #include "protocol/sharding_proxy.h"
 #include "tests/unit/bf_plan_fixture.h"
@@ -33,6 +34,7 @@ class BfPlanShardingProxyTest : public BfPlanTest {
     if (cmd.size() > 1 && cmd[1] == PublishScript()) return "EVAL publish";
     if (cmd.size() > 1 && cmd[1] == ShardScript()) return "EVAL shard";
     if (cmd.size() > 1 && cmd[1] == ExpireTimeScript()) return "EVAL expire time";
+    if (cmd.size() > 1 && cmd[1] == AddScript()) return "EVAL add";
     return "EVAL other";
   }
 
@@ -240,6 +242,7 @@ TEST_F(BfPlanShardingProxyTest, ScalingFilterAddsLinks) {
   EXPECT_GE(kinds.count("EVAL shard"), 5u);
   EXPECT_GE(kinds.count("EVAL expire time"), 5u);
   EXPECT_GE(kinds.count("HSETNX"), 5u);
+  EXPECT_GE(kinds.count("EVAL add"), 30u);  // sets in links after the first
 }
 
 TEST_F(BfPlanShardingProxyTest, NewLinkGetsTheNamesTtl) {

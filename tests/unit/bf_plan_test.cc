@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/add_script.h"
 #include "tests/unit/bf_plan_fixture.h"
 
 namespace bloomproxy::filters {
@@ -453,6 +454,38 @@ TEST_F(BfPlanInjectionTest, AddNeverAnswersFromNonsense) {
   Check({"BF.INSERT", "f", "ITEMS", "x"}, {cases[6]}, kCachedOnly);
 }
 
+// On a filter with two links, the set step is the add script (add_script.h): its reply must be
+// -1 or one result per item.
+TEST_F(BfPlanInjectionTest, ScriptedAddNeverAnswersFromNonsense) {
+  const std::string set = "EVAL setting bits in link 1";
+  const std::vector<Injection> cases = {
+      {"EVAL", ":0\r\n",
+       Nonsense(set, "expected -1 or an array of 1 integers 0, 1 or 2, got the integer 0")},
+      {"EVAL", "*2\r\n:0\r\n:0\r\n",
+       Nonsense(set, "expected -1 or an array of 1 integers 0, 1 or 2, got an array of 2")},
+      {"EVAL", "*1\r\n:3\r\n", Nonsense(set, "expected results 0, 1 or 2, got the integer 3")},
+      {"EVAL", "*1\r\n$1\r\n1\r\n",
+       Nonsense(set, "expected -1 or an array of 1 integers 0, 1 or 2, got an array of 1")},
+      {"EVAL", "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+       "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+      {"EVAL", "-NOSCRIPT No matching script.\r\n", "-NOSCRIPT No matching script.\r\n"},
+      {"EVAL", "-ERR user_script:3: Script attempted to access nonexistent global variable\r\n",
+       Nonsense(set, "ERR user_script:3: Script attempted to access nonexistent global variable")},
+  };
+  for (const Injection& c : cases) {
+    SCOPED_TRACE(c.command + " answering " + c.reply);
+    redis_ = MiniRedis();
+    warm_ = true;
+    MakeFilter({"BF.RESERVE", "f", "0.01", "2"});
+    ASSERT_EQ(Bf({"BF.ADD", "f", "c"}), ":1\r\n");  // link 1
+    const std::string count1 = CountKey(DataKeyPrefix("f"), id_, 1);
+    redis_.override = Replace(c.command, c.reply);
+    EXPECT_EQ(Bf({"BF.ADD", "f", "x"}), c.expected);
+    redis_.override = nullptr;
+    EXPECT_EQ(redis_.strings[count1], "1");
+  }
+}
+
 TEST_F(BfPlanInjectionTest, ErrorInTheMiddleOfAPipelineOnAScaledFilter) {
   // Link 0 full: the check step reads link 0's bits and reserves places in link 1.
   redis_ = MiniRedis();
@@ -474,6 +507,33 @@ TEST_F(BfPlanInjectionTest, ErrorInTheMiddleOfAPipelineOnAScaledFilter) {
   redis_.override = nullptr;
   EXPECT_EQ(Bf({"BF.ADD", "f", "d"}), ":1\r\n");
   EXPECT_EQ(Bf({"BF.CARD", "f"}), ":4\r\n");
+}
+
+// The add script answers -1 when the filter changed before it ran (it wrote nothing): the
+// metadata is read again and the script sent again for the same items and places. A script
+// that always says so ends the command after a few tries, its places given back.
+TEST_F(BfPlanInjectionTest, AddScriptFindsTheFilterChanged) {
+  redis_ = MiniRedis();
+  warm_ = true;
+  MakeFilter({"BF.RESERVE", "f", "0.01", "2"});
+  ASSERT_EQ(Bf({"BF.ADD", "f", "c"}), ":1\r\n");  // link 1: the set step is the script
+  const std::string count1 = CountKey(DataKeyPrefix("f"), id_, 1);
+  redis_.calls.clear();
+  redis_.override = Replace("EVAL", ":-1\r\n");
+  EXPECT_EQ(Bf({"BF.MADD", "f", "x", "a", "y"}), "*3\r\n:1\r\n:0\r\n:1\r\n");
+  EXPECT_EQ(redis_.calls["EVAL"], 2);
+  EXPECT_EQ(redis_.calls["HGETALL"], 1);  // the metadata read again
+  EXPECT_EQ(redis_.calls["INCRBY"], 1);   // the same places
+  EXPECT_EQ(redis_.strings[count1], "3");
+  redis_.override = [](const std::vector<std::string>& cmd, int) -> std::optional<std::string> {
+    if (cmd[0] == "EVAL") return ":-1\r\n";
+    return std::nullopt;
+  };
+  EXPECT_EQ(Bf({"BF.ADD", "f", "z"}), "-ERR filter metadata keeps changing, try again\r\n");
+  redis_.override = nullptr;
+  EXPECT_EQ(redis_.strings[count1], "3");
+  EXPECT_EQ(Bf({"BF.ADD", "f", "z"}), ":1\r\n");
+  EXPECT_EQ(Bf({"BF.CARD", "f"}), ":6\r\n");
 }
 
 TEST_F(BfPlanInjectionTest, NewLinkRepliesThatMakeNoSense) {
@@ -551,6 +611,106 @@ TEST_F(BfPlanInjectionTest, DumpAndLoadRepliesThatMakeNoSense) {
          {"SETRANGE", "-READONLY You can't write against a read only replica.\r\n",
           "-READONLY You can't write against a read only replica.\r\n"},
          {"STRLEN", ":0\r\n", Nonsense("STRLEN of link 0 shard 0", "the key is missing")}});
+}
+
+// A plan of "proxy A" (its own metadata cache) run step by step against the same MiniRedis as
+// the fixture's commands ("proxy B"), so B's commands can run between two of A's steps.
+class TwoProxiesTest : public BfPlanTest {
+ protected:
+  void StartA(std::vector<std::string_view> args) {
+    BfRequest request;
+    ASSERT_EQ(ParseBfRequest(args, config_.defaults, &request), "");
+    a_ = MakeBfPlan(request, &cache_a_, &config_);
+    step_ = PlanStep();
+    a_->Start(&step_);
+  }
+  // Runs A's steps until its next one would set bits: the add script, or a BITFIELD SET.
+  void RunAToItsSetStep(bool script) {
+    const std::string mark = script ? std::string(AddScript()) : "$3\r\nSET\r\n$2\r\nu1\r\n";
+    for (int i = 0; i < 10 && !step_.done; ++i) {
+      if (step_.requests.find(mark) != std::string::npos) return;
+      Answer();
+    }
+    FAIL() << "A reached no set step";
+  }
+  // Runs A to its end (its trailing requests too) and returns its reply.
+  std::string FinishA() {
+    for (int i = 0; i < 20 && !step_.done; ++i) Answer();
+    EXPECT_TRUE(step_.done);
+    for (auto& r : ParseRequests(step_.requests)) redis_.Reply(r);
+    return step_.reply;
+  }
+  std::string LinkCount(size_t link) {
+    return redis_.strings[CountKey(DataKeyPrefix("f"), id_, link)];
+  }
+
+ private:
+  void Answer() {
+    StepReplies replies(&decoder_);
+    for (auto& r : ParseRequests(step_.requests)) replies.Add(redis_.Reply(r));
+    PlanStep next;
+    a_->OnReplies(replies, &next);
+    step_ = std::move(next);
+  }
+
+  FilterCache cache_a_;
+  std::unique_ptr<Plan> a_;
+  PlanStep step_;
+};
+
+// Two proxies add the same item while the filter scales. Proxy A reserves the last place of
+// link 0 (the only link: its set step is a plain BITFIELD); meanwhile proxy B finds link 0
+// full, creates link 1 and adds the item there with the add script (link 0 does not hold it
+// yet). A's write to link 0 then finds the item new, but its validation after the write shows
+// link 1: in doubt, A reads the item in link 1, finds it, and answers 0. Of the two adds
+// exactly one answers 1, and the count holds the item once.
+TEST_F(TwoProxiesTest, SameItemWhileTheFilterScales) {
+  MakeFilter({"BF.RESERVE", "f", "0.01", "3"});  // a and b: one place left in link 0
+  StartA({"BF.ADD", "f", "x"});
+  RunAToItsSetStep(/*script=*/false);
+  ASSERT_EQ(LinkCount(0), "3");  // A holds the last place of link 0
+  warm_ = false;                 // B has its own cache
+  EXPECT_EQ(Bf({"BF.ADD", "f", "x"}), ":1\r\n");
+  ASSERT_EQ(redis_.hashes["f"].count("l1"), 1u);
+  EXPECT_EQ(FinishA(), ":0\r\n");
+  EXPECT_EQ(Bf({"BF.CARD", "f"}), ":3\r\n");
+  EXPECT_EQ(LinkCount(0), "2");  // A's place given back: its item was not new
+  EXPECT_EQ(LinkCount(1), "1");
+}
+
+// The same with different items: A's item is not in link 1, so A's add stands, in the place it
+// reserved (a link is never left short because its successor appeared meanwhile).
+TEST_F(TwoProxiesTest, ItemInDoubtNotFoundInTheNewLinkStaysNew) {
+  MakeFilter({"BF.RESERVE", "f", "0.01", "3"});
+  StartA({"BF.ADD", "f", "x"});
+  RunAToItsSetStep(/*script=*/false);
+  warm_ = false;
+  EXPECT_EQ(Bf({"BF.ADD", "f", "y"}), ":1\r\n");
+  EXPECT_EQ(FinishA(), ":1\r\n");
+  EXPECT_EQ(LinkCount(0), "3");
+  EXPECT_EQ(LinkCount(1), "1");
+  EXPECT_EQ(Bf({"BF.MEXISTS", "f", "x", "y", "a", "b"}), "*4\r\n:1\r\n:1\r\n:1\r\n:1\r\n");
+  EXPECT_EQ(Bf({"BF.CARD", "f"}), ":4\r\n");
+}
+
+// The same one link later, where A's set step is the add script: it finds link 2, which A does
+// not know, and writes nothing; on fresh metadata A sends it again for its place in link 1, and
+// the script, reading link 2 too, finds the item there: A answers 0.
+TEST_F(TwoProxiesTest, ScriptSeesTheLinkItsProxyDidNotKnow) {
+  MakeFilter({"BF.RESERVE", "f", "0.01", "2"});  // link 0 full with a and b
+  ASSERT_EQ(Bf({"BF.MADD", "f", "c", "d", "e"}), "*3\r\n:1\r\n:1\r\n:1\r\n");
+  ASSERT_EQ(LinkCount(1), "3");  // one place left in link 1
+  StartA({"BF.ADD", "f", "x"});
+  RunAToItsSetStep(/*script=*/true);
+  warm_ = false;
+  EXPECT_EQ(Bf({"BF.ADD", "f", "x"}), ":1\r\n");  // link 2
+  ASSERT_EQ(redis_.hashes["f"].count("l2"), 1u);
+  EXPECT_EQ(FinishA(), ":0\r\n");
+  EXPECT_EQ(LinkCount(1), "3");
+  EXPECT_EQ(LinkCount(2), "1");
+  StartA({"BF.ADD", "f", "y"});  // a new item goes to link 2
+  EXPECT_EQ(FinishA(), ":1\r\n");
+  EXPECT_EQ(Bf({"BF.CARD", "f"}), ":7\r\n");
 }
 
 TEST_F(BfPlanTest, ShardedFilterNamesTheShard) {
