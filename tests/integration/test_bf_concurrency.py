@@ -33,6 +33,14 @@ def run_threads(target, n, timeout=90):
     assert not errors, "\n".join(errors[:20])
 
 
+def pipelined_adds(conn, key, items):
+    """BF.ADD of each item, sent in one pipeline; the replies, each 0 or 1."""
+    conn.send(b"".join(cmd("BF.ADD", key, it) for it in items))
+    got = [conn.read_reply() for _ in items]
+    assert all(v in (0, 1) for v in got), f"BF.ADD replies {got!r}"
+    return got
+
+
 def check_filter_consistent(proxies, key, all_items, ones, capacity, expansion, error):
     """Every item found through every proxy (no false negatives), counts equal to the adds that
     replied 1, the same metadata and bits through every proxy, and a chain that scaled as the
@@ -134,10 +142,7 @@ def test_three_proxies_three_writers_one_scaling_filter(proxy):
                 # Single adds, pipelined 10 at a time.
                 for j in range(0, len(singles), 10):
                     part = singles[j:j + 10]
-                    c.send(b"".join(cmd("BF.ADD", key, it) for it in part))
-                    for it in part:
-                        v = c.read_reply()
-                        assert v in (0, 1), f"BF.ADD reply {v!r}"
+                    for it, v in zip(part, pipelined_adds(c, key, part)):
                         got.setdefault(it, []).append(v)
 
     run_threads(writer, 3)
@@ -177,11 +182,7 @@ def test_same_items_through_three_proxies_while_scaling(proxy):
                 random.Random(100 * n + tid).shuffle(order)
                 for i in range(0, len(order), 20):
                     part = order[i:i + 20]
-                    c.send(b"".join(cmd("BF.ADD", key, it) for it in part))
-                    for it in part:
-                        v = c.read_reply()
-                        assert v in (0, 1), f"BF.ADD reply {v!r}"
-                        replies[tid][key][it] = v
+                    replies[tid][key].update(zip(part, pipelined_adds(c, key, part)))
 
     run_threads(writer, 3)
     for key in keys:
