@@ -45,10 +45,13 @@ def upstream(redis_instance):
     return ("--upstream", f"{HOST}:{redis_instance.port}")
 
 
-def sighup_and_wait(p, what, timeout=10):
+def sighup_and_wait(p, what, loops=1, timeout=10):
+    """Sends SIGHUP and waits until each of the proxy's `loops` event loops has logged `what`
+    (every loop reloads its own TLS contexts, and says so)."""
     before = p.log_count(what)
     p.process.send_signal(signal.SIGHUP)
-    wait_until(lambda: p.log_count(what) > before, timeout, what=f"{what!r} in the log")
+    wait_until(lambda: p.log_count(what) >= before + loops, timeout,
+               what=f"{loops} more {what!r} in the log")
     assert p.alive()
 
 
@@ -462,7 +465,7 @@ def test_sighup_rotates_certificate(threads, tls_proxy, redis_instance, certs, t
         assert old.command("SET", "k", "before") == b"OK"
         install(certs.server_b.cert, cert)
         install(certs.server_b.key, key)
-        sighup_and_wait(p, RELOADED)
+        sighup_and_wait(p, RELOADED, loops=threads)
         assert [peer_cn(p.tls_port, ca) for _ in range(16)] == ["server-b"] * 16
         # The connection opened before goes on, pipelines and big values included.
         assert old.command("GET", "k") == b"before"
@@ -479,7 +482,7 @@ def test_sighup_rotates_certificate(threads, tls_proxy, redis_instance, certs, t
             else:
                 install(certs.server_b.cert, cert)
                 install(broken[1], key)
-            sighup_and_wait(p, RELOAD_FAILED)
+            sighup_and_wait(p, RELOAD_FAILED, loops=threads)
             line = next(line for line in reversed(p.log().splitlines()) if RELOAD_FAILED in line)
             assert "keeping the current configuration" in line, line
             assert [peer_cn(p.tls_port, ca) for _ in range(8)] == ["server-b"] * 8
