@@ -7,7 +7,8 @@ packages=(
   build-essential cmake pkg-config
   libuv1-dev libhiredis-dev robin-map-dev libgtest-dev libssl-dev openssl
   redis-server redis-tools nutcracker
-  python3 python3-redis python3-pytest
+  python3 python3-redis python3-pytest python3-prometheus-client
+  python3-yaml podman ca-certificates
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(gnuplot-nox)
