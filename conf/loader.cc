@@ -26,314 +26,6 @@
 namespace bloomproxy::conf {
 namespace {
 
-// `timeout` is capped so that timeout * 1000 (milliseconds) still fits an int.
-constexpr int64_t kMaxTimeoutSeconds = INT_MAX / 1000;
-
-constexpr const char* kEnvUpstreamUser = "BLOOMPROXY_UPSTREAM_USER";
-constexpr const char* kEnvUpstreamPassword = "BLOOMPROXY_UPSTREAM_PASSWORD";
-constexpr const char* kEnvRequirepass = "BLOOMPROXY_REQUIREPASS";
-
-// ---------------------------------------------------------------------------------------------
-// The directive table: one row per setting, shared by the config file, the flags and Usage().
-
-bool ApplyUser(const std::vector<std::string>& args, SourceState* state, std::string* error) {
-  const std::string& name = args[0];
-  if (name.empty()) {
-    *error = "the user name is empty";
-    return false;
-  }
-  if (name == "default") {
-    *error = "use requirepass to set the password of user 'default'";
-    return false;
-  }
-  for (const std::string& seen : state->users) {
-    if (seen == name) {
-      *error = "user " + Quote(name) + " is defined twice";
-      return false;
-    }
-  }
-  std::vector<std::string> rules;
-  for (size_t i = 2; i < args.size(); ++i) {
-    std::string rule = CanonicalCommandRule(args[i]);
-    if (rule.size() < 2 || (rule[0] != '+' && rule[0] != '-')) {
-      *error = "unsupported rule " + Quote(args[i]) +
-               " (expected +COMMAND, -COMMAND, +COMMAND|SUBCOMMAND, +@CATEGORY, -@CATEGORY, "
-               "allcommands or nocommands)";
-      return false;
-    }
-    rules.push_back(std::move(rule));
-  }
-  state->users.push_back(name);
-  // A later source overrides an earlier one's user of the same name.
-  for (User& user : state->options->users) {
-    if (user.name == name) {
-      user.password = args[1];
-      user.rules = std::move(rules);
-      return true;
-    }
-  }
-  state->options->users.push_back(User{name, args[1], std::move(rules)});
-  return true;
-}
-
-// Captureless lambdas keep each directive's parsing next to its name.
-const Directive kDirectives[] = {
-    {"bind", 1, "ADDR", "IPv4 or IPv6 address to listen on",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!IsIpLiteral(a[0], AF_INET) && !IsIpLiteral(a[0], AF_INET6)) {
-         *e = Quote(a[0]) + " is not an IPv4 or IPv6 address";
-         return false;
-       }
-       s->options->bind = a[0];
-       return true;
-     },
-     [](const Options& o) { return o.bind; }},
-    {"port", 1, "N", "TCP port to listen on; 0 = no TCP listener",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!ParsePort(a[0], 0, &s->options->port)) {
-         *e = Quote(a[0]) + " is not a valid port";
-         return false;
-       }
-       return true;
-     },
-     [](const Options& o) { return std::to_string(o.port); }},
-    {"unixsocket", 1, "PATH", "Unix socket to listen on",
-     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
-       s->options->unixsocket = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowString(o.unixsocket, "none"); }},
-    {"unixsocketperm", 1, "OCTAL", "Unix socket permissions, e.g. 700; 0 = as created",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       int perm = 0;
-       const char* end = a[0].data() + a[0].size();
-       auto [ptr, ec] = std::from_chars(a[0].data(), end, perm, 8);
-       if (a[0].empty() || ec != std::errc() || ptr != end || perm < 0 || perm > 0777) {
-         *e = Quote(a[0]) + " is not a valid octal permission (e.g. 700)";
-         return false;
-       }
-       s->options->unixsocketperm = perm;
-       return true;
-     },
-     [](const Options& o) {
-       char buf[8];
-       snprintf(buf, sizeof(buf), "%o", o.unixsocketperm);
-       return std::string(buf);
-     }},
-    {"upstream", 1, "ADDR", "Redis: HOST:PORT, [IPv6]:PORT or unix:/path",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!ParseUpstream(a[0], e)) return false;
-       s->options->upstream = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowString(o.upstream, "none"); }},
-    {"upstream-cluster", 1, "ADDRS", "Redis Cluster seeds: HOST:PORT[,HOST:PORT...]",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       std::vector<std::string> seeds;
-       if (!ParseSeeds(a[0], &seeds, e)) return false;
-       s->options->upstream_cluster = std::move(seeds);
-       return true;
-     },
-     [](const Options& o) { return ShowString(JoinSeeds(o.upstream_cluster), "none"); }},
-    {"upstream-kind", 1, "KIND", "redis, or sharding-proxy (twemproxy, Codis)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (a[0] != "redis" && a[0] != "sharding-proxy") {
-         *e = Quote(a[0]) + " is not an upstream kind (redis or sharding-proxy)";
-         return false;
-       }
-       s->options->upstream_kind = a[0];
-       return true;
-     },
-     [](const Options& o) { return o.upstream_kind; }},
-    {"announce-ip", 1, "ADDR", "address shown to cluster-aware clients",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!IsIpLiteral(a[0], AF_INET) && !IsIpLiteral(a[0], AF_INET6)) {
-         *e = Quote(a[0]) + " is not an IPv4 or IPv6 address";
-         return false;
-       }
-       s->options->announce_ip = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowString(o.announce_ip, "bind"); }},
-    {"announce-port", 1, "N", "port shown to cluster-aware clients; 0 = port",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!ParsePort(a[0], 0, &s->options->announce_port)) {
-         *e = Quote(a[0]) + " is not a valid port";
-         return false;
-       }
-       return true;
-     },
-     [](const Options& o) { return std::to_string(o.announce_port); }},
-    {"upstream-user", 1, "NAME", "user the proxy AUTHs as upstream",
-     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
-       s->options->upstream_user = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowString(o.upstream_user, "none"); }},
-    {"upstream-password", 1, "PASS", "password the proxy AUTHs with upstream",
-     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
-       s->options->upstream_password = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowSecret(o.upstream_password); }},
-    {"upstream-password-file", 1, "PATH", "file whose first line is the upstream password",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       std::ifstream in(a[0]);
-       std::string line;
-       if (!in || !std::getline(in, line)) {
-         *e = "cannot read " + Quote(a[0]);
-         return false;
-       }
-       if (!line.empty() && line.back() == '\r') line.pop_back();
-       s->options->upstream_password_file = a[0];
-       s->options->upstream_password = line;
-       return true;
-     },
-     [](const Options& o) { return ShowString(o.upstream_password_file, "none"); }},
-    {"deny-command", 1, "NAME", "refuse this command (repeatable), e.g. FLUSHALL",
-     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
-       std::string name = a[0];
-       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-       s->options->denied_commands.push_back(name);
-       return true;
-     },
-     [](const Options& o) { return std::string(o.denied_commands.empty() ? "none" : "(set)"); }},
-    {"upstream-connections", 1, "N", "shared, multiplexed upstream connections (1..64)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 1, 64, &s->options->upstream_connections, e);
-     },
-     [](const Options& o) { return std::to_string(o.upstream_connections); }},
-    {"pinned-pool-size", 1, "N", "idle pinned upstream connections kept (0..10000)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 0, 10000, &s->options->pinned_pool_size, e);
-     },
-     [](const Options& o) { return std::to_string(o.pinned_pool_size); }},
-    {"connect-timeout-ms", 1, "MS", "upstream connect timeout in milliseconds",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 1, INT_MAX, &s->options->connect_timeout_ms, e);
-     },
-     [](const Options& o) { return std::to_string(o.connect_timeout_ms); }},
-    {"reconnect-max-ms", 1, "MS", "longest wait between upstream reconnect attempts",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 1, INT_MAX, &s->options->reconnect_max_ms, e);
-     },
-     [](const Options& o) { return std::to_string(o.reconnect_max_ms); }},
-    {"upstream-timeout-ms", 1, "MS", "fail stalled upstream requests; 0 = never",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 0, INT_MAX, &s->options->upstream_timeout_ms, e);
-     },
-     [](const Options& o) { return std::to_string(o.upstream_timeout_ms); }},
-    {"requirepass", 1, "PASS", "clients' password for user 'default'",
-     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
-       s->options->requirepass = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowSecret(o.requirepass); }},
-    {"user", -2, "NAME:PASS", "a user clients may AUTH as (repeatable)", ApplyUser,
-     [](const Options& o) { return std::string(o.users.empty() ? "none" : "(set)"); }},
-    {"maxclients", 1, "N", "most client connections at once",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 1, INT_MAX, &s->options->maxclients, e);
-     },
-     [](const Options& o) { return std::to_string(o.maxclients); }},
-    {"timeout", 1, "SECS", "close a client idle this many seconds; 0 = never",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 0, kMaxTimeoutSeconds, &s->options->timeout, e);
-     },
-     [](const Options& o) { return std::to_string(o.timeout); }},
-    {"proto-max-bulk-len", 1, "SIZE", "largest bulk argument accepted (>= 1mb)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseMemory(a[0], kMb, &s->options->proto_max_bulk_len, e);
-     },
-     [](const Options& o) { return ShowMemory(o.proto_max_bulk_len); }},
-    {"client-query-buffer-limit", 1, "SIZE", "most unparsed request bytes per client (>= 1mb)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseMemory(a[0], kMb, &s->options->client_query_buffer_limit, e);
-     },
-     [](const Options& o) { return ShowMemory(o.client_query_buffer_limit); }},
-    {"client-output-pause", 1, "SIZE", "stop reading a client with this much output",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseMemory(a[0], kMb, &s->options->client_output_pause, e);
-     },
-     [](const Options& o) { return ShowMemory(o.client_output_pause); }},
-    {"client-output-limit-pubsub", 1, "SIZE", "disconnect a pub/sub client past this output",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseMemory(a[0], kMb, &s->options->client_output_limit_pubsub, e);
-     },
-     [](const Options& o) { return ShowMemory(o.client_output_limit_pubsub); }},
-    {"loglevel", 1, "LEVEL", "debug, verbose, notice or warning",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!ParseLogLevel(a[0], &s->options->loglevel)) {
-         *e = Quote(a[0]) + " is not a log level (debug, verbose, notice, warning)";
-         return false;
-       }
-       return true;
-     },
-     [](const Options& o) { return std::string(LogLevelName(o.loglevel)); }},
-    {"logfile", 1, "PATH", "file to log to; empty = stderr",
-     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
-       s->options->logfile = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowString(o.logfile, "stderr"); }},
-    {"threads", 1, "N", "event loops (threads) accepting on the port (1..64)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 1, 64, &s->options->threads, e);
-     },
-     [](const Options& o) { return std::to_string(o.threads); }},
-    {"shutdown-timeout-ms", 1, "MS", "on shutdown, time left for in-flight requests",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 0, INT_MAX, &s->options->shutdown_timeout_ms, e);
-     },
-     [](const Options& o) { return std::to_string(o.shutdown_timeout_ms); }},
-    {"bf-mode", 1, "MODE", "BF.*: emulate, or forward to RedisBloom",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (EqualsIgnoreCase(a[0], "emulate")) {
-         s->options->bf_mode = BfMode::kEmulate;
-       } else if (EqualsIgnoreCase(a[0], "forward")) {
-         s->options->bf_mode = BfMode::kForward;
-       } else {
-         *e = Quote(a[0]) + " is not a mode (emulate, forward)";
-         return false;
-       }
-       return true;
-     },
-     [](const Options& o) {
-       return std::string(o.bf_mode == BfMode::kEmulate ? "emulate" : "forward");
-     }},
-    {"bf-error-rate", 1, "RATE", "error rate of filters BF.ADD creates",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseRate(a[0], &s->options->bf_error_rate, e);
-     },
-     [](const Options& o) { return ShowDouble(o.bf_error_rate); }},
-    {"bf-initial-capacity", 1, "N", "capacity of filters that BF.ADD creates",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseInt(a[0], 1, int64_t{1} << 30, &s->options->bf_initial_capacity, e);
-     },
-     [](const Options& o) { return std::to_string(o.bf_initial_capacity); }},
-    {"bf-expansion", 1, "N", "expansion of filters that BF.ADD creates (1..32768)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseIntField(a[0], 1, 32768, &s->options->bf_expansion, e);
-     },
-     [](const Options& o) { return std::to_string(o.bf_expansion); }},
-    {"bf-max-shard-bytes", 1, "SIZE", "largest key of a sub-filter (>= 64)",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       return ParseMemory(a[0], 64, &s->options->bf_max_shard_bytes, e) &&
-              CheckAtMost(a[0], s->options->bf_max_shard_bytes, 512LL * kMb, e);
-     },
-     [](const Options& o) { return ShowMemory(o.bf_max_shard_bytes); }},
-};
-
-const Directive* FindDirective(std::string_view name) {
-  for (const Directive& d : kDirectives) {
-    if (EqualsIgnoreCase(name, d.name)) return &d;
-  }
-  for (size_t i = 0; i < kTlsDirectiveCount; ++i) {
-    if (EqualsIgnoreCase(name, kTlsDirectives[i].name)) return &kTlsDirectives[i];
-  }
-  return nullptr;
-}
-
 void ParseText(std::string_view text, std::string_view source_name, SourceState* state,
                std::vector<std::string>* errors) {
   std::vector<std::string> args;
@@ -347,7 +39,8 @@ void ParseText(std::string_view text, std::string_view source_name, SourceState*
     ++line_number;
     if (line.empty() || line.front() == '#') continue;
 
-    std::string where = std::string(source_name) + ":" + std::to_string(line_number) + ": ";
+    std::string at = std::string(source_name) + ":" + std::to_string(line_number);
+    std::string where = at + ": ";
     if (!SplitArgs(line, &args)) {
       errors->push_back(where + "unbalanced quotes");
       continue;
@@ -358,17 +51,15 @@ void ParseText(std::string_view text, std::string_view source_name, SourceState*
       errors->push_back(where + "unknown directive " + Quote(args[0]));
       continue;
     }
-    int given = static_cast<int>(args.size()) - 1;
-    if (directive->argc >= 0 ? given != directive->argc : given < -directive->argc) {
-      errors->push_back(where + "wrong number of arguments for '" + directive->name +
-                        "' (expected " + (directive->argc < 0 ? "at least " : "") +
-                        std::to_string(std::abs(directive->argc)) + ", got " +
-                        std::to_string(given) + ")");
+    if (std::string count = ArgCountError(*directive, args.size() - 1); !count.empty()) {
+      errors->push_back(where + count);
       continue;
     }
     args.erase(args.begin());
     std::string error;
-    if (!directive->apply(args, state, &error)) {
+    if (directive->apply(*directive, args, state, &error)) {
+      NoteSource(state, *directive, std::move(at));
+    } else {
       errors->push_back(where + directive->name + ": " + error);
     }
   }
@@ -397,10 +88,14 @@ void ApplyFlag(const Flag& flag, SourceState* state, std::vector<std::string>* e
     args = {flag.value};
   }
   std::string error;
-  if (!d.apply(args, state, &error)) errors->push_back(prefix + error);
+  if (d.apply(d, args, state, &error)) {
+    NoteSource(state, d, std::string("--") + d.name);
+  } else {
+    errors->push_back(prefix + error);
+  }
 }
 
-void LoadFile(const std::string& path, Options* options, std::vector<std::string>* errors) {
+void LoadFile(const std::string& path, SourceState* state, std::vector<std::string>* errors) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     errors->push_back("cannot open config file " + Quote(path) + ": " + std::strerror(errno));
@@ -412,7 +107,7 @@ void LoadFile(const std::string& path, Options* options, std::vector<std::string
     errors->push_back("cannot read config file " + Quote(path) + ": " + std::strerror(errno));
     return;
   }
-  ParseConfigText(text.str(), path, options, errors);
+  ParseText(text.str(), path, state, errors);
 }
 
 bool IsLoopbackOrWildcard(const std::string& host) {
@@ -422,18 +117,26 @@ bool IsLoopbackOrWildcard(const std::string& host) {
 
 }  // namespace
 
-const char* LogLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kVerbose:
-      return "verbose";
-    case LogLevel::kNotice:
-      return "notice";
-    case LogLevel::kWarning:
-      return "warning";
+std::string ArgCountError(const Directive& d, size_t args) {
+  const int given = static_cast<int>(args);
+  if (d.argc >= 0 ? given == d.argc : given >= -d.argc) return "";
+  return std::string("wrong number of arguments for '") + d.name + "' (expected " +
+         (d.argc < 0 ? "at least " : "") + std::to_string(std::abs(d.argc)) + ", got " +
+         std::to_string(given) + ")";
+}
+
+void NoteSource(SourceState* state, const Directive& d, std::string where) {
+  if (state->sources == nullptr) return;
+  if (!d.repeatable) {
+    // Only the source that set the value last is shown.
+    for (auto it = state->sources->begin(); it != state->sources->end(); ++it) {
+      if (it->name == d.name) {
+        state->sources->erase(it);
+        break;
+      }
+    }
   }
-  return "unknown";
+  state->sources->push_back(OptionSource{d.name, std::move(where)});
 }
 
 void ParseConfigText(std::string_view text, std::string_view source_name, Options* options,
@@ -502,10 +205,13 @@ void Validate(const Options& options, std::vector<std::string>* errors) {
   }
 }
 
-LoadResult LoadOptions(int argc, const char* const* argv,
-                       const std::function<const char*(const char*)>& getenv_fn) {
+LoadResult LoadOptions(int argc, const char* const* argv, const GetEnvFn& getenv_fn,
+                       const EnvNamesFn& env_names) {
   LoadResult result;
   std::vector<std::string>& errors = result.errors;
+  for (int i = 1; i < argc; ++i) {
+    result.options.command_line.emplace_back(argv[i] != nullptr ? argv[i] : "");
+  }
 
   // Pass 1: read the command line, keeping the settings to apply them last.
   std::vector<Flag> flags;
@@ -590,24 +296,17 @@ LoadResult LoadOptions(int argc, const char* const* argv,
     }
   }
 
-  // Pass 2: the config file.
+  // Pass 2: the config file; pass 3: the environment; pass 4: the flags, in order (a repeated
+  // flag: the last one wins, except `user`). Each source is its own SourceState: a `user` that
+  // an earlier source defined is replaced.
   if (have_config) {
     result.options.config_file = config_path;
-    LoadFile(config_path, &result.options, &errors);
+    SourceState file_state{&result.options, {}, &result.sources};
+    LoadFile(config_path, &file_state, &errors);
   }
-
-  // Pass 3: the environment. Empty counts as unset, so that a template passing an undefined
-  // variable through (`BLOOMPROXY_REQUIREPASS=${PASS}`) cannot silently remove a password.
-  auto env = [&getenv_fn](const char* name, std::string* field) {
-    const char* value = getenv_fn(name);
-    if (value != nullptr && value[0] != '\0') *field = value;
-  };
-  env(kEnvUpstreamUser, &result.options.upstream_user);
-  env(kEnvUpstreamPassword, &result.options.upstream_password);
-  env(kEnvRequirepass, &result.options.requirepass);
-
-  // Pass 4: the flags, in order (a repeated flag: the last one wins, except `user`).
-  SourceState flag_state{&result.options, {}};
+  SourceState env_state{&result.options, {}, &result.sources};
+  ApplyEnvironment(getenv_fn, env_names, &env_state, &errors);
+  SourceState flag_state{&result.options, {}, &result.sources};
   for (const Flag& flag : flags) ApplyFlag(flag, &flag_state, &errors);
 
   if (!result.help && !result.version) Validate(result.options, &errors);
@@ -622,9 +321,11 @@ std::string Usage() {
       "A Redis-protocol proxy. Every option below is also a config-file directive (the name\n"
       "without \"--\"; `user NAME PASSWORD` in a file). Precedence: defaults < config file <\n"
       "environment < flags. Sizes take units: k=1000, kb=1024, m, mb, g, gb (any case).\n"
-      "Environment: BLOOMPROXY_UPSTREAM_USER, BLOOMPROXY_UPSTREAM_PASSWORD and\n"
-      "BLOOMPROXY_REQUIREPASS set --upstream-user, --upstream-password and --requirepass\n"
-      "(secrets need not appear in the process list).\n"
+      "Environment: every option is also BLOOMPROXY_<NAME>, the name in upper case with '-'\n"
+      "as '_', e.g. BLOOMPROXY_BF_ERROR_RATE=0.05; the value is the flag's (BLOOMPROXY_USER:\n"
+      "the file's `NAME PASSWORD [RULE...]`); empty counts as unset. BLOOMPROXY_REQUIREPASS,\n"
+      "BLOOMPROXY_UPSTREAM_USER and BLOOMPROXY_UPSTREAM_PASSWORD keep secrets out of the\n"
+      "process list. --test-conf shows where each value came from; SIGHUP reloads the file.\n"
       "\n";
   auto line = [&out](const std::string& flag, const std::string& help) {
     // Help starts in column 37: the longest flag, "--client-query-buffer-limit SIZE", fits.
@@ -635,13 +336,32 @@ std::string Usage() {
   line("--config FILE", "config file to read (or FILE alone, like redis-server)");
   auto directive = [&](const Directive& d) {
     line(std::string("--") + d.name + " " + d.arg_help,
-         std::string(d.help) + " (default " + d.show(defaults) + ")");
+         std::string(d.help) + " (default " + d.show(d, defaults) + ")");
   };
-  for (const Directive& d : kDirectives) directive(d);
-  for (size_t i = 0; i < kTlsDirectiveCount; ++i) directive(kTlsDirectives[i]);
+  ForEachDirective(directive);
   line("--test-conf", "check the configuration, print errors, exit");
   line("-h, --help", "print this help and exit");
   line("-v, --version", "print the version and exit");
+  return out;
+}
+
+}  // namespace bloomproxy::conf
+
+namespace bloomproxy::conf {
+
+std::string TestConfReport(const LoadResult& loaded) {
+  std::string out = "bloomproxy: configuration OK\n";
+  if (loaded.sources.empty()) return out + "bloomproxy: every option at its default\n";
+  out += "bloomproxy: options not at their default (value, then where it was set):\n";
+  // One line per option, in the table's order; a repeatable option lists each of its sources.
+  ForEachDirective([&](const Directive& d) {
+    std::string where;
+    for (const OptionSource& s : loaded.sources) {
+      if (std::string_view(s.name) == d.name) where += (where.empty() ? "" : ", ") + s.where;
+    }
+    if (!where.empty())
+      out += "  " + std::string(d.name) + " " + d.show(d, loaded.options) + " (" + where + ")\n";
+  });
   return out;
 }
 

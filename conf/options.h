@@ -31,6 +31,10 @@ inline constexpr int64_t kDefaultBfMaxShardBytes = 64LL * 1024 * 1024 - 16;
 
 enum class LogLevel { kDebug, kVerbose, kNotice, kWarning };
 
+// What a SIGHUP reload does with an option whose value changed (conf/reload.h): applies it, or
+// logs that it needs a restart and keeps the running value.
+enum class Reload { kLive, kRestart };
+
 // What the proxy does with BF.* commands.
 enum class BfMode {
   kEmulate,  // answered by the proxy on plain Redis strings (the default)
@@ -57,6 +61,10 @@ struct User {
   // starts with no commands, as a new Redis ACL user does. Command and category names are
   // checked by the proxy, which knows the command table (proxy/acl.h).
   std::vector<std::string> rules;
+
+  bool operator==(const User& o) const {
+    return name == o.name && password == o.password && rules == o.rules;
+  }
 };
 
 struct Options {
@@ -141,13 +149,21 @@ struct Options {
 
   // Process.
   LogLevel loglevel = LogLevel::kNotice;
-  std::string logfile;  // empty = stderr
+  std::string logfile;              // empty = stderr
+  std::string log_format = "text";  // log-format text|json
+
+  // Admin HTTP port (/metrics, /healthz, /readyz); 0 = off.
+  int admin_port = 0;
+  std::string admin_bind = "127.0.0.1";
   int shutdown_timeout_ms = kDefaultShutdownTimeoutMs;
   // Event loops, one per thread, all accepting on the TCP port (SO_REUSEPORT).
   int threads = 1;
 
   // Where the options came from (for INFO and error messages).
   std::string config_file;
+  // The command line after the program name, kept so that a reload (conf/reload.h) reads the
+  // same file and applies the same flags again.
+  std::vector<std::string> command_line;
 };
 
 }  // namespace bloomproxy::conf

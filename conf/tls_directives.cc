@@ -1,27 +1,17 @@
 // The TLS rows of the option table (conf/directive.h): the client side takes redis.conf's
 // directive names and values, the upstream side the same names prefixed with "upstream-".
+// One declaration per row (conf/rows.h).
 #include <string>
 #include <vector>
 
 #include "conf/directive.h"
+#include "conf/rows.h"
 #include "conf/values.h"
 
 namespace bloomproxy::conf {
 namespace {
 
-bool ParseYesNo(const std::string& s, bool* out, std::string* error) {
-  if (EqualsIgnoreCase(s, "yes")) {
-    *out = true;
-  } else if (EqualsIgnoreCase(s, "no")) {
-    *out = false;
-  } else {
-    *error = Quote(s) + " is not yes or no";
-    return false;
-  }
-  return true;
-}
-
-std::string YesNo(bool v) { return v ? "yes" : "no"; }
+using namespace rows;  // NOLINT: the table reads as declarations
 
 // The protocol names redis.conf's tls-protocols takes.
 bool ValidProtocols(const std::string& s) {
@@ -43,92 +33,61 @@ bool ValidProtocols(const std::string& s) {
   return words > 0;
 }
 
-// A row that stores its one argument in a string field.
-#define BP_STRING_ROW(NAME, ARG, HELP, FIELD, IF_EMPTY)                       \
-  {                                                                           \
-    NAME, 1, ARG, HELP,                                                       \
-        [](const std::vector<std::string>& a, SourceState* s, std::string*) { \
-          s->options->FIELD = a[0];                                           \
-          return true;                                                        \
-        },                                                                    \
-        [](const Options& o) { return ShowString(o.FIELD, IF_EMPTY); }        \
+bool ApplyProtocols(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                    std::string* e) {
+  if (!ValidProtocols(a[0])) {
+    *e = Quote(a[0]) + " is not a list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3";
+    return false;
   }
+  s->options->tls_protocols = a[0];
+  return true;
+}
 
-#define BP_YES_NO_ROW(NAME, HELP, FIELD)                                        \
-  {                                                                             \
-    NAME, 1, "yes|no", HELP,                                                    \
-        [](const std::vector<std::string>& a, SourceState* s, std::string* e) { \
-          return ParseYesNo(a[0], &s->options->FIELD, e);                       \
-        },                                                                      \
-        [](const Options& o) { return YesNo(o.FIELD); }                         \
-  }
+std::string ShowProtocols(const Directive&, const Options& o) {
+  return ShowString(o.tls_protocols, "TLSv1.2 TLSv1.3");
+}
+
+using O = Options;
 
 }  // namespace
 
+// A reload builds both TLS contexts again from these rows (new connections take the new
+// certificates), so all are live but the two that open or close a kind of connection.
+// clang-format off
 const Directive kTlsDirectives[] = {
-    BP_YES_NO_ROW("upstream-tls", "TLS to the upstream", upstream_tls),
-    BP_STRING_ROW("upstream-tls-ca-cert-file", "PATH", "CA bundle for the upstream",
-                  upstream_tls_ca_cert_file, "system"),
-    BP_STRING_ROW("upstream-tls-ca-cert-dir", "DIR", "CA directory for the upstream",
-                  upstream_tls_ca_cert_dir, "system"),
-    BP_STRING_ROW("upstream-tls-cert-file", "PATH", "client certificate for the upstream",
-                  upstream_tls_cert_file, "none"),
-    BP_STRING_ROW("upstream-tls-key-file", "PATH", "its private key", upstream_tls_key_file,
-                  "none"),
-    BP_STRING_ROW("upstream-tls-server-name", "NAME", "SNI and the name verified",
-                  upstream_tls_server_name, "the upstream host"),
-    {"tls-port", 1, "N", "TLS port to listen on; 0 = none",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!ParsePort(a[0], 0, &s->options->tls_port)) {
-         *e = Quote(a[0]) + " is not a valid port";
-         return false;
-       }
-       return true;
-     },
-     [](const Options& o) { return std::to_string(o.tls_port); }},
-    BP_STRING_ROW("tls-cert-file", "PATH", "the proxy's certificate (chain)", tls_cert_file,
-                  "none"),
-    BP_STRING_ROW("tls-key-file", "PATH", "its private key", tls_key_file, "none"),
-    {"tls-key-file-pass", 1, "PASS", "passphrase of tls-key-file",
-     [](const std::vector<std::string>& a, SourceState* s, std::string*) {
-       s->options->tls_key_file_pass = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowSecret(o.tls_key_file_pass); }},
-    BP_STRING_ROW("tls-ca-cert-file", "PATH", "CA of client certificates", tls_ca_cert_file,
-                  "none"),
-    BP_STRING_ROW("tls-ca-cert-dir", "DIR", "CA directory for client certificates", tls_ca_cert_dir,
-                  "none"),
-    {"tls-auth-clients", 1, "yes|no|optional", "client certificates required",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       for (const char* v : {"yes", "no", "optional"}) {
-         if (EqualsIgnoreCase(a[0], v)) {
-           s->options->tls_auth_clients = v;
-           return true;
-         }
-       }
-       *e = Quote(a[0]) + " is not yes, no or optional";
-       return false;
-     },
-     [](const Options& o) { return o.tls_auth_clients; }},
-    {"tls-protocols", 1, "LIST", "e.g. \"TLSv1.2 TLSv1.3\"",
-     [](const std::vector<std::string>& a, SourceState* s, std::string* e) {
-       if (!ValidProtocols(a[0])) {
-         *e = Quote(a[0]) + " is not a list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3";
-         return false;
-       }
-       s->options->tls_protocols = a[0];
-       return true;
-     },
-     [](const Options& o) { return ShowString(o.tls_protocols, "TLSv1.2 TLSv1.3"); }},
-    BP_STRING_ROW("tls-ciphers", "LIST", "TLSv1.2 ciphers (OpenSSL list)", tls_ciphers,
-                  "OpenSSL's"),
-    BP_STRING_ROW("tls-ciphersuites", "LIST", "TLSv1.3 ciphersuites", tls_ciphersuites,
-                  "OpenSSL's"),
-    BP_YES_NO_ROW("tls-prefer-server-ciphers", "the server's cipher order wins",
-                  tls_prefer_server_ciphers),
-    BP_YES_NO_ROW("tls-session-caching", "TLS session resumption", tls_session_caching),
+    YesNo<&O::upstream_tls>("upstream-tls", "TLS to the upstream", kRestart),
+    String<&O::upstream_tls_ca_cert_file>("upstream-tls-ca-cert-file", "PATH",
+        "CA bundle for the upstream", "system", kLive),
+    String<&O::upstream_tls_ca_cert_dir>("upstream-tls-ca-cert-dir", "DIR",
+        "CA directory for the upstream", "system", kLive),
+    String<&O::upstream_tls_cert_file>("upstream-tls-cert-file", "PATH",
+        "client certificate for the upstream", "none", kLive),
+    String<&O::upstream_tls_key_file>("upstream-tls-key-file", "PATH", "its private key", "none",
+        kLive),
+    String<&O::upstream_tls_server_name>("upstream-tls-server-name", "NAME",
+        "SNI and the name verified", "the upstream host", kLive),
+    Port<&O::tls_port>("tls-port", "TLS port to listen on; 0 = none", kRestart),
+    String<&O::tls_cert_file>("tls-cert-file", "PATH", "the proxy's certificate (chain)", "none",
+        kLive),
+    String<&O::tls_key_file>("tls-key-file", "PATH", "its private key", "none", kLive),
+    Secret<&O::tls_key_file_pass>("tls-key-file-pass", "passphrase of tls-key-file", kLive),
+    String<&O::tls_ca_cert_file>("tls-ca-cert-file", "PATH", "CA of client certificates", "none",
+        kLive),
+    String<&O::tls_ca_cert_dir>("tls-ca-cert-dir", "DIR", "CA directory for client certificates",
+        "none", kLive),
+    Word<&O::tls_auth_clients, true>("tls-auth-clients", "yes|no|optional",
+        "client certificates required", "yes|no|optional", " is not yes, no or optional", kLive),
+    Custom<&O::tls_protocols>("tls-protocols", 1, "LIST", "e.g. \"TLSv1.2 TLSv1.3\"",
+        ApplyProtocols, ShowProtocols, kLive),
+    String<&O::tls_ciphers>("tls-ciphers", "LIST", "TLSv1.2 ciphers (OpenSSL list)", "OpenSSL's",
+        kLive),
+    String<&O::tls_ciphersuites>("tls-ciphersuites", "LIST", "TLSv1.3 ciphersuites", "OpenSSL's",
+        kLive),
+    YesNo<&O::tls_prefer_server_ciphers>("tls-prefer-server-ciphers",
+        "the server's cipher order wins", kLive),
+    YesNo<&O::tls_session_caching>("tls-session-caching", "TLS session resumption", kLive),
 };
+// clang-format on
 
 const size_t kTlsDirectiveCount = sizeof(kTlsDirectives) / sizeof(kTlsDirectives[0]);
 

@@ -95,9 +95,11 @@ Client::Client(Server* server, uint64_t id, bool is_unix)
   authenticated_ = !server->auth_required();
   created_ms_ = last_interaction_ms_ = server->NowMs();
   shared_slot_ = static_cast<size_t>(id);
+  ++server->metrics().connected_clients;
 }
 
 Client::~Client() {
+  server_->metrics().connected_clients.Sub(1);
   for (Pending* p : replies_) {
     if (p->in_flight) {
       p->client = nullptr;
@@ -184,8 +186,9 @@ bool Client::OnTlsRead(size_t n) {
     // A failed handshake (a plaintext client, garbage, a refused certificate) gets no Redis
     // reply: the alert, if any, and the connection closes.
     if (!ok) {
-      LOG_VERBOSE("TLS error from client id=%llu addr=%s: %s", static_cast<unsigned long long>(id_),
-                  addr_.c_str(), tls_->error().c_str());
+      LOG_VERBOSE_F({{"client", addr_}, {"client_id", id_}},
+                    "TLS error from client id=%llu addr=%s: %s",
+                    static_cast<unsigned long long>(id_), addr_.c_str(), tls_->error().c_str());
     }
     Flush();
     Close();
@@ -224,6 +227,7 @@ void Client::ProcessCommands() {
       continue;
     }
     Dispatched d = Dispatch(cmd_);
+    metric_ = 0;  // a command that made no reply (it closed the connection) is not counted
     if (d == Dispatched::kRetryLater) {
       // The command is parsed again when the client resumes.
       parser_.Reset();
@@ -234,8 +238,9 @@ void Client::ProcessCommands() {
   }
   if (closing_) return;
   if (in_.size() > static_cast<size_t>(server_->options().client_query_buffer_limit)) {
-    LOG_WARNING("Closing client that reached max query buffer length: id=%llu addr=%s",
-                static_cast<unsigned long long>(id_), addr_.c_str());
+    LOG_WARNING_F({{"client", addr_}, {"client_id", id_}},
+                  "Closing client that reached max query buffer length: id=%llu addr=%s",
+                  static_cast<unsigned long long>(id_), addr_.c_str());
     Close();
     return;
   }
@@ -245,9 +250,33 @@ void Client::ProcessCommands() {
 // ---------------------------------------------------------------------------------------------
 // Replies
 
+void Client::BeginMetric(const protocol::CommandInfo* info, std::string_view lower_name) {
+  metric_ = static_cast<uint16_t>(
+      1 + (info != nullptr ? command_ids::ForInfo(info) : command_ids::ForName(lower_name)));
+  metric_start_ns_ = server_->metrics().NowNs();
+}
+
+void Client::TakeMetricBack(Pending* slot) {
+  if (slot->metric == 0) return;
+  metric_ = slot->metric;
+  metric_start_ns_ = slot->metric_start_ns;
+  slot->metric = 0;
+}
+
+void Client::RecordMetric(uint16_t metric, uint64_t start_ns, bool error) {
+  LoopMetrics& m = server_->metrics();
+  const uint64_t now = m.NowNs();
+  m.Record(static_cast<uint16_t>(metric - 1), now > start_ns ? now - start_ns : 0, error);
+}
+
 Pending* Client::NewSlot() {
   auto* p = new Pending;
   p->client = this;
+  if (metric_ != 0) {
+    p->metric = metric_;
+    p->metric_start_ns = metric_start_ns_;
+    metric_ = 0;
+  }
   if (reply_skip_) {
     p->suppress = true;
     reply_skip_ = false;
@@ -264,8 +293,9 @@ void Client::Append(std::string_view bytes) {
   const conf::Options& o = server_->options();
   if (in_pubsub() && size > static_cast<size_t>(o.client_output_limit_pubsub)) {
     if (!close_asap_) {
-      LOG_WARNING("Client id=%llu addr=%s closed for overcoming of output buffer limits.",
-                  static_cast<unsigned long long>(id_), addr_.c_str());
+      LOG_WARNING_F({{"client", addr_}, {"client_id", id_}},
+                    "Client id=%llu addr=%s closed for overcoming of output buffer limits.",
+                    static_cast<unsigned long long>(id_), addr_.c_str());
     }
     close_asap_ = true;  // closed by Flush, outside whatever is delivering now
   } else if (size > static_cast<size_t>(o.client_output_pause) && (paused_ & kPauseOutput) == 0) {
@@ -282,6 +312,10 @@ void Client::ReplyLocal(std::string_view bytes, bool close_after) {
   }
   if (replies_.empty() && !close_after && !reply_off_ && !reply_skip_) {
     // Nothing ahead of it: straight to the output, no slot needed.
+    if (metric_ != 0) {
+      RecordMetric(metric_, metric_start_ns_, !bytes.empty() && bytes[0] == '-');
+      metric_ = 0;
+    }
     Append(bytes);
     return;
   }
@@ -297,11 +331,13 @@ void Client::DeliverHead() {
   while (!replies_.empty()) {
     Pending* head = replies_.front();
     if (!head->data.empty()) {
+      if (head->data[0] == '-') head->error_reply = true;
       if (!head->suppress) Append(head->data);
       head->data.clear();
     }
     if (!head->done) break;
     replies_.pop_front();
+    if (head->metric != 0) RecordMetric(head->metric, head->metric_start_ns, head->error_reply);
     if (head->close_after) {
       close_when_drained_ = true;
       MarkDirty();

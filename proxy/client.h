@@ -101,6 +101,11 @@ struct Pending {
   uint64_t first_sent_ms = 0;
   ReplySink* sink = nullptr;
   std::string request;
+  // Metrics (proxy/metrics.h): the client command this slot answers (its id + 1; 0: none),
+  // when the command was read (loop clock), and whether its reply is an error.
+  uint16_t metric = 0;
+  bool error_reply = false;
+  uint64_t metric_start_ns = 0;
 
   Pending() = default;
   ~Pending();
@@ -251,6 +256,7 @@ class Client {
 
   // dispatch.cc
   Dispatched Dispatch(const protocol::Command& cmd);
+  Dispatched DispatchCounted(const protocol::Command& cmd);  // Dispatch, once counted
   // The command's name in lower case (in `buf`; empty when longer), its row in the command
   // table and its subcommand's; sets last_cmd_.
   void LookUp(const protocol::Command& cmd, char (&buf)[32], std::string_view* name,
@@ -407,6 +413,13 @@ class Client {
   // True when `cmd` would join the batch this client has open (so it need not wait for it).
   bool JoinsRunningBatches(const protocol::Command& cmd) const;
 
+  // Metrics (client.cc): the command Dispatch is handling, counted once its reply is complete.
+  // Its reply slot takes it over (NewSlot), or a reply written at once counts it then.
+  void BeginMetric(const protocol::CommandInfo* info, std::string_view lower_name);
+  // `slot` is not the command's reply (a MULTI sent ahead of it): the command keeps its metric.
+  void TakeMetricBack(Pending* slot);
+  void RecordMetric(uint16_t metric, uint64_t start_ns, bool error);
+
   // Reply slots (client.cc).
   Pending* NewSlot();
   // A reply slot, at the back of the client's FIFO, for a command sent to `target`.
@@ -526,6 +539,8 @@ class Client {
   std::string batch_key_;
   UpstreamConn* batch_conn_ = nullptr;
   std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight
+  uint16_t metric_ = 0;                // BeginMetric's command id + 1, until a reply takes it
+  uint64_t metric_start_ns_ = 0;
 
   friend class Server;
 };

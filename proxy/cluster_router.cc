@@ -109,14 +109,14 @@ UpstreamPool* ClusterRouter::ForAddress(const std::string& address, const Upstre
   UpstreamAddress resolved;
   std::string error;
   if (!ResolveUpstream(text, &resolved, &error)) {
-    LOG_WARNING("cluster node %s: %s", text.c_str(), error.c_str());
+    LOG_WARNING_F({{"upstream", text}}, "cluster node %s: %s", text.c_str(), error.c_str());
     return nullptr;
   }
   auto pool = std::make_unique<UpstreamPool>(server_, std::move(resolved));
   UpstreamPool* raw = pool.get();
   pools_.emplace(text, std::move(pool));
   raw->Start();
-  LOG_VERBOSE("cluster node %s added", text.c_str());
+  LOG_VERBOSE_F({{"upstream", text}}, "cluster node %s added", text.c_str());
   return raw;
 }
 
@@ -190,8 +190,8 @@ void ClusterRouter::OnSlotsReply(UpstreamConn* conn, std::string_view frame) {
   std::string error;
   if (!protocol::ParseClusterSlots(frame, HostOf(conn->address()), &ranges, &error) ||
       ranges.empty()) {
-    LOG_WARNING("cluster node %s: no slot map (%s)", conn->address().text.c_str(),
-                error.empty() ? "no slots" : error.c_str());
+    LOG_WARNING_F({{"upstream", conn->address().text}}, "cluster node %s: no slot map (%s)",
+                  conn->address().text.c_str(), error.empty() ? "no slots" : error.c_str());
     next_refresh_ms_ = server_->NowMs() + kDegradedRefreshMs;
     return;
   }

@@ -66,24 +66,33 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     Pause(kPauseTopology);
     return Dispatched::kRetryLater;
   }
+  // Counted once: a command sent back to wait (kRetryLater) comes through here again.
   ++server_->stats().commands_processed;
+  const Dispatched d = DispatchCounted(cmd);
+  if (d == Dispatched::kRetryLater) server_->stats().commands_processed.Sub(1);
+  return d;
+}
+
+Client::Dispatched Client::DispatchCounted(const Command& cmd) {
   char name_buf[32];
   std::string_view name;
   const CommandInfo* info = nullptr;
   const CommandInfo* sub = nullptr;
   LookUp(cmd, name_buf, &name, &info, &sub);
+  BeginMetric(info, name);
   if (deferred_multi_) {
     Dispatched d = Dispatched::kDone;
     if (!StartDeferredMulti(cmd, sub ? sub : info, &d)) return d;
+    TakeMetricBack(replies_.back());  // the MULTI sent ahead of it answers nobody
   }
   if (in_multi_) ++multi_count_;
 
   if (name == "quit") return HandleQuit(cmd);
   if (info != nullptr && info->route.conn == Conn::kCloseClient) {
     // Redis treats these as an HTTP request sent to a Redis port and closes silently.
-    LOG_WARNING(
-        "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or "
-        "Host: commands to bloomproxy. Connection aborted.");
+    LOG_WARNING_F({{"client", addr_}, {"client_id", id_}, {"command", name}},
+                  "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or "
+                  "Host: commands to bloomproxy. Connection aborted.");
     Close();
     return Dispatched::kStop;
   }
@@ -592,8 +601,9 @@ void Client::Refuse(std::string_view error) {
 }
 
 void Client::ReplyProtocolError(const std::string& error) {
-  LOG_VERBOSE("Protocol error (%s) from client: id=%llu addr=%s", error.c_str(),
-              static_cast<unsigned long long>(id_), addr_.c_str());
+  LOG_VERBOSE_F({{"client", addr_}, {"client_id", id_}},
+                "Protocol error (%s) from client: id=%llu addr=%s", error.c_str(),
+                static_cast<unsigned long long>(id_), addr_.c_str());
   std::string reply;
   protocol::AppendError(&reply, error);
   input_closed_ = true;

@@ -104,9 +104,11 @@ bool Client::CheckUser(std::string_view user, std::string_view password) const {
 
 void Client::LogFailedAuth(std::string_view user) const {
   // Logged for the operator; never with the password.
-  LOG_NOTICE("AUTH failed for user '%.*s' from %s (client id=%llu)",
-             static_cast<int>(std::min<size_t>(user.size(), 64)), user.data(), addr_.c_str(),
-             static_cast<unsigned long long>(id_));
+  const std::string_view shown = user.substr(0, 64);
+  LOG_NOTICE_F({{"client", addr_}, {"client_id", id_}, {"user", shown}},
+               "AUTH failed for user '%.*s' from %s (client id=%llu)",
+               static_cast<int>(shown.size()), shown.data(), addr_.c_str(),
+               static_cast<unsigned long long>(id_));
 }
 
 Client::Dispatched Client::HandleAuth(const Command& cmd) {

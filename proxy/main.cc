@@ -12,6 +12,7 @@
 
 #include "conf/loader.h"
 #include "proxy/acl.h"
+#include "proxy/admin_http.h"
 #include "proxy/log.h"
 #include "proxy/server.h"
 
@@ -77,11 +78,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (loaded.test_conf) {
-    std::printf("bloomproxy: configuration OK\n");
+    std::fputs(bloomproxy::conf::TestConfReport(loaded).c_str(), stdout);
     return 0;
   }
   const bloomproxy::conf::Options& options = loaded.options;
-  bloomproxy::proxy::SetLogLevel(options.loglevel);
+  // Level, format (log-format) and the secrets every line masks.
+  bloomproxy::proxy::ApplyLogOptions(options);
   if (!options.logfile.empty() && !bloomproxy::proxy::SetLogFile(options.logfile)) {
     std::fprintf(stderr, "bloomproxy: cannot open log file %s\n", options.logfile.c_str());
     return 1;
@@ -101,6 +103,12 @@ int main(int argc, char** argv) {
       for (auto& s : servers) s->Run();
       return 1;
     }
+  }
+  {
+    // /metrics adds up every loop's counters (read on the first loop, which serves it).
+    std::vector<bloomproxy::proxy::Server*> loops;
+    for (auto& s : servers) loops.push_back(s.get());
+    bloomproxy::proxy::AdminServer::SetLoops(std::move(loops));
   }
   std::vector<std::thread> threads;
   for (size_t i = 1; i < servers.size(); ++i) {

@@ -24,6 +24,7 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
   reply_peak_ = std::max(frame.size(), reply_peak_ - reply_peak_ / 64);
   if (window_ < kMaxInFlight) ++window_;
   const bool is_error = !frame.empty() && frame[0] == '-';
+  if (is_error) slot->error_reply = true;  // (metrics)
   if (slot->queued && frame == "+QUEUED\r\n") ++queued_;
   if (slot->hook != Hook::kNone && slot->client != nullptr) ApplyHook(slot, frame);
   // Subscribe-family confirmations are pushes: Redis sends them even under CLIENT REPLY OFF.

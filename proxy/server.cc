@@ -13,6 +13,7 @@
 #include "conf/loader.h"
 #include "protocol/errors.h"
 #include "protocol/key_slot.h"
+#include "proxy/admin_http.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
 #include "proxy/log.h"
@@ -87,6 +88,11 @@ bool Server::Start() {
   uv_check_init(&loop_, &check_);
   check_.data = this;
   uv_check_start(&check_, OnCheck);
+  // Before the loop waits for I/O: the next command timings read the clock again.
+  uv_prepare_init(&loop_, &turn_start_);
+  turn_start_.data = this;
+  uv_prepare_start(&turn_start_,
+                   [](uv_prepare_t* h) { static_cast<Server*>(h->data)->metrics_.NewTurn(); });
   uv_timer_init(&loop_, &cron_);
   cron_.data = this;
   uv_timer_start(&cron_, OnCron, kCronMs, kCronMs);
@@ -109,18 +115,24 @@ bool Server::Start() {
   sighup_.data = this;
   uv_signal_start(&sighup_, OnSighup, SIGHUP);
 
+  if (index_ == 0 && options_.admin_port != 0) {
+    admin_ = std::make_unique<AdminServer>(this);
+    if (!admin_->Start()) return false;
+  }
   std::string error;
   if (!router_->Start(&error)) {
-    LOG_WARNING("Bad upstream %s", error.c_str());
+    LOG_WARNING_F({{"upstream", UpstreamText()}}, "Bad upstream %s", error.c_str());
     return false;
   }
   if (options_.port != 0) {
-    LOG_NOTICE("bloomproxy %s ready to accept connections on %s:%d, upstream %s%s",
-               BLOOMPROXY_VERSION, options_.bind.c_str(), options_.port,
-               router_->cluster() ? "cluster " : "", UpstreamText().c_str());
+    LOG_NOTICE_F({{"upstream", UpstreamText()}},
+                 "bloomproxy %s ready to accept connections on %s:%d, upstream %s%s",
+                 BLOOMPROXY_VERSION, options_.bind.c_str(), options_.port,
+                 router_->cluster() ? "cluster " : "", UpstreamText().c_str());
   }
   if (!options_.unixsocket.empty()) {
-    LOG_NOTICE("bloomproxy ready to accept connections at %s", options_.unixsocket.c_str());
+    LOG_NOTICE_F({{"upstream", UpstreamText()}}, "bloomproxy ready to accept connections at %s",
+                 options_.unixsocket.c_str());
   }
   started_ = true;
   return true;
@@ -282,12 +294,13 @@ void Server::OnCron(uv_timer_t* t) {
     }
   }
   for (Client* c : idle) {
-    LOG_VERBOSE("Closing idle client id=%llu", static_cast<unsigned long long>(c->id()));
+    LOG_VERBOSE_F({{"client_id", c->id()}}, "Closing idle client id=%llu",
+                  static_cast<unsigned long long>(c->id()));
     c->Close();
   }
   for (Client* c : slow_tls) {
-    LOG_VERBOSE("Closing client id=%llu: no TLS handshake within 5 s",
-                static_cast<unsigned long long>(c->id()));
+    LOG_VERBOSE_F({{"client_id", c->id()}}, "Closing client id=%llu: no TLS handshake within 5 s",
+                  static_cast<unsigned long long>(c->id()));
     c->Close();
   }
   if (self->closed_since_trim_ >= kTrimAfterClosed) {
@@ -370,6 +383,8 @@ void Server::MaybeFinishShutdown() {
   stopped_ = true;
   router_->CloseAll();
   uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&turn_start_), nullptr);
+  if (admin_ != nullptr) admin_->Close();  // open until now: probes saw 503 while draining
   uv_close(reinterpret_cast<uv_handle_t*>(&cron_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&shutdown_timer_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&upstream_timer_), nullptr);

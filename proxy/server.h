@@ -14,11 +14,13 @@
 #include "filters/bf_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/acl.h"
+#include "proxy/metrics.h"
 #include "proxy/tls.h"
 #include "proxy/upstream.h"
 
 namespace bloomproxy::proxy {
 
+class AdminServer;
 class Client;
 class ClusterRouter;
 struct Pending;
@@ -42,12 +44,16 @@ struct UpstreamInfo {
   std::string role = "master";
 };
 
+// Read by the admin port on the first loop while their own loop counts: relaxed atomics
+// (proxy/metrics.h), which cost what a plain increment does.
 struct Stats {
-  uint64_t commands_processed = 0;
-  uint64_t connections_received = 0;
-  uint64_t rejected_connections = 0;
-  uint64_t upstream_errors = 0;
-  uint64_t sharding_proxy_refused = 0;  // commands a sharding proxy would refuse
+  RelaxedCounter commands_processed = 0;
+  RelaxedCounter connections_received = 0;
+  RelaxedCounter rejected_connections = 0;
+  RelaxedCounter upstream_errors = 0;
+  RelaxedCounter sharding_proxy_refused = 0;  // commands a sharding proxy would refuse
+  RelaxedCounter config_reloads_ok = 0;       // SIGHUP reloads that took effect
+  RelaxedCounter config_reloads_error = 0;    // SIGHUP reloads refused (a file that does not load)
 };
 
 class Server {
@@ -68,6 +74,8 @@ class Server {
   // The upstream nodes and which one serves a slot (one node unless --upstream-cluster).
   ClusterRouter& router() { return *router_; }
   Stats& stats() { return stats_; }
+  // Per-command counters and the loop-turn clock (proxy/metrics.h); read by the admin port.
+  LoopMetrics& metrics() { return metrics_; }
   UpstreamInfo& upstream_info() { return upstream_info_; }
   protocol::ReplyDecoder& decoder() { return decoder_; }
   bool auth_required() const { return !options_.requirepass.empty(); }
@@ -129,8 +137,13 @@ class Server {
   // the handle is open.
   bool ListenTcp(uv_tcp_t* listener, bool* listening, int port, const char* what);
   // tls_server.cc
-  bool StartTls();  // the contexts, and the tls-port's listener
-  static void OnSighup(uv_signal_t* h, int signum);
+  bool StartTls();                                   // the contexts, and the tls-port's listener
+  static void OnSighup(uv_signal_t* h, int signum);  // calls Reload()
+  // The TLS contexts `o` asks for (null where none); false and *error if a file does not load.
+  static bool BuildContexts(const conf::Options& o, std::shared_ptr<TlsContext>* clients,
+                            std::shared_ptr<TlsContext>* upstream, std::string* error);
+  // reload.cc: loads the configuration again (conf/reload.h) and applies what changes live.
+  void Reload();
   void LaunchBatches();
   void MaybeFinishShutdown();
 
@@ -141,6 +154,7 @@ class Server {
   uv_loop_t loop_;
   std::unique_ptr<ClusterRouter> router_;
   Stats stats_;
+  LoopMetrics metrics_;
   UpstreamInfo upstream_info_;
   protocol::ReplyDecoder decoder_;
 
@@ -152,6 +166,8 @@ class Server {
   bool started_ = false;  // Start() succeeded
   bool unix_listening_ = false;
   uv_check_t check_;
+  uv_prepare_t turn_start_;             // a new loop turn: metrics_.NewTurn()
+  std::unique_ptr<AdminServer> admin_;  // admin-port, on the first loop only
   uv_timer_t cron_;
   uv_timer_t shutdown_timer_;
   uv_timer_t upstream_timer_;  // checks for stalled upstream requests

@@ -1,7 +1,7 @@
-// The server's TLS: the contexts built from the options (proxy/tls.h), the tls-port's listener,
-// and SIGHUP, which builds both contexts again from their files. A reload that fails changes
-// nothing: the current certificates stay in use. Connections keep the context they started
-// with; new ones take the new one.
+// The server's TLS: the contexts built from the options (proxy/tls.h) and the tls-port's
+// listener. SIGHUP's reload (proxy/reload.cc) builds both contexts again from their files; a
+// reload that fails changes nothing: the current certificates stay in use. Connections keep the
+// context they started with; new ones take the new one.
 #include <csignal>
 
 #include "proxy/log.h"
@@ -9,11 +9,8 @@
 
 namespace bloomproxy::proxy {
 
-namespace {
-
-// Builds the contexts `o` asks for; false and *error if a file does not load.
-bool BuildContexts(const conf::Options& o, std::shared_ptr<TlsContext>* clients,
-                   std::shared_ptr<TlsContext>* upstream, std::string* error) {
+bool Server::BuildContexts(const conf::Options& o, std::shared_ptr<TlsContext>* clients,
+                           std::shared_ptr<TlsContext>* upstream, std::string* error) {
   if (o.tls_port != 0) {
     *clients = TlsContext::ForClients(o, error);
     if (*clients == nullptr) return false;
@@ -27,8 +24,6 @@ bool BuildContexts(const conf::Options& o, std::shared_ptr<TlsContext>* clients,
   }
   return true;
 }
-
-}  // namespace
 
 bool Server::StartTls() {
   std::string error;
@@ -48,20 +43,8 @@ bool Server::StartTls() {
 }
 
 void Server::OnSighup(uv_signal_t* h, int) {
-  auto* self = static_cast<Server*>(h->data);
-  if (self->client_tls_ == nullptr && self->upstream_tls_ == nullptr) {
-    LOG_NOTICE("Received SIGHUP: no TLS configured, nothing to reload");
-    return;
-  }
-  std::shared_ptr<TlsContext> clients, upstream;
-  std::string error;
-  if (!BuildContexts(self->options_, &clients, &upstream, &error)) {
-    LOG_WARNING("TLS reload failed: %s; keeping the current configuration", error.c_str());
-    return;
-  }
-  self->client_tls_ = std::move(clients);
-  self->upstream_tls_ = std::move(upstream);
-  LOG_NOTICE("Received SIGHUP: TLS configuration reloaded");
+  // The TLS contexts are rebuilt as part of the reload (proxy/reload.cc).
+  static_cast<Server*>(h->data)->Reload();
 }
 
 }  // namespace bloomproxy::proxy

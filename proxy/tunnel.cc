@@ -85,9 +85,10 @@ Client::Dispatched Client::EnterTunnel(const Command& cmd) {
       return result;
     }
   }
-  LOG_VERBOSE("Client id=%llu addr=%s: %.*s makes its upstream connection a tunnel",
-              static_cast<unsigned long long>(id_), addr_.c_str(),
-              static_cast<int>(std::min<size_t>(cmd.args[0].size(), 32)), cmd.args[0].data());
+  LOG_VERBOSE_F({{"client", addr_}, {"client_id", id_}, {"command", last_cmd_}},
+                "Client id=%llu addr=%s: %.*s makes its upstream connection a tunnel",
+                static_cast<unsigned long long>(id_), addr_.c_str(),
+                static_cast<int>(std::min<size_t>(cmd.args[0].size(), 32)), cmd.args[0].data());
   // Whatever state the connection held (a transaction, a db) is the upstream's business now.
   ClearConnectionState();
   tunnel_ = true;
@@ -108,9 +109,10 @@ void Client::ForwardToTunnel(const Command& cmd) {
   std::string_view full;
   const bool denied = !server_->options().denied_commands.empty() && server_->Denied(name);
   if (denied || !RulesAllow(cmd, info, sub, name, &storage, &full)) {
-    LOG_NOTICE("Client id=%llu addr=%s closed: '%.*s' refused inside a tunnel",
-               static_cast<unsigned long long>(id_), addr_.c_str(),
-               static_cast<int>(std::min<size_t>(cmd.args[0].size(), 64)), cmd.args[0].data());
+    LOG_NOTICE_F({{"client", addr_}, {"client_id", id_}, {"command", name}},
+                 "Client id=%llu addr=%s closed: '%.*s' refused inside a tunnel",
+                 static_cast<unsigned long long>(id_), addr_.c_str(),
+                 static_cast<int>(std::min<size_t>(cmd.args[0].size(), 64)), cmd.args[0].data());
     Close();
     return;
   }

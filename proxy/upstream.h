@@ -81,6 +81,9 @@ class UpstreamConn {
 
   bool usable() const { return state_ != State::kClosed; }
   bool ready() const { return state_ == State::kReady; }
+  // Whether the upstream has answered on this connection (a reply to its handshake or to any
+  // request): connected is not enough for readiness.
+  bool answered() const { return answered_; }
   bool shared() const { return kind_ == Kind::kShared; }
   Kind kind() const { return kind_; }
 
@@ -155,6 +158,7 @@ class UpstreamConn {
   Client* owner_ = nullptr;
   bool dirty_ = false;
   bool ever_ready_ = false;  // connected at least once (restarts the pool's backoff)
+  bool answered_ = false;    // a reply came on this connection
   bool tunnel_ = false;
   bool reading_ = false;
   bool read_paused_ = false;
@@ -231,6 +235,8 @@ class UpstreamPool {
   void CloseAll();
 
   size_t shared_count() const;
+  // Shared connections the upstream has answered on (the admin port's /readyz).
+  size_t answered_count() const;
   size_t pinned_count() const { return pinned_in_use_; }
   size_t idle_pinned_count() const { return idle_pinned_.size(); }
 

@@ -196,9 +196,10 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
     }
   }
   static constexpr const char* kKinds[] = {"shared", "pinned", "probe"};
-  LOG_VERBOSE("upstream connection %llu to %s established (%s)",
-              static_cast<unsigned long long>(self->id_), HostOf(self->pool_->address()).c_str(),
-              kKinds[static_cast<int>(self->kind_)]);
+  LOG_VERBOSE_F({{"upstream", self->pool_->address().text}, {"upstream_conn", self->id_}},
+                "upstream connection %llu to %s established (%s)",
+                static_cast<unsigned long long>(self->id_), HostOf(self->pool_->address()).c_str(),
+                kKinds[static_cast<int>(self->kind_)]);
   self->StartHandshake();
   if (self->kind_ == Kind::kShared) self->pool_->OnSharedReady(self);
   self->server_->QueueFlush(self);
@@ -232,6 +233,13 @@ void UpstreamConn::StartHandshake() {
       slots.push_back(p);
     }
   }
+  if (kind_ == Kind::kShared && sharding) {
+    // Something it answers, so that the connection is known to work (/readyz).
+    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"PING"});
+    auto* p = new Pending;
+    p->hook = Hook::kNone;
+    slots.push_back(p);
+  }
   if (kind_ == Kind::kPinned && pool_->address().is_unix && !sharding) {
     // Over TCP the id is looked up in CLIENT LIST when needed (see set_redis_client_id).
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
@@ -260,6 +268,7 @@ void UpstreamConn::Send(std::string&& request_bytes, Pending* slot) {
 }
 
 void UpstreamConn::Queued(Pending* slot) {
+  ++server_->metrics().upstream_requests;
   if (slot != nullptr) {
     slot->in_flight = true;
     slot->sent_ms = server_->NowMs();
@@ -334,7 +343,8 @@ void UpstreamConn::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
     protocol::FrameStatus st = self->framer_.Next(view, &len);
     if (st == protocol::FrameStatus::kNeedMore) break;
     if (st == protocol::FrameStatus::kError) {
-      LOG_WARNING("protocol error from upstream: %s", self->framer_.error().c_str());
+      LOG_WARNING_F({{"upstream", self->pool_->address().text}, {"upstream_conn", self->id_}},
+                    "protocol error from upstream: %s", self->framer_.error().c_str());
       self->Close("protocol error from upstream");
       return;
     }
@@ -349,10 +359,12 @@ void UpstreamConn::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
 }
 
 void UpstreamConn::OnFrame(std::string_view frame) {
+  answered_ = true;
   if (owner_ != nullptr && owner_->OnPush(this, frame)) return;
   if (inflight_.empty()) {
-    LOG_WARNING("upstream connection %llu: reply without a request",
-                static_cast<unsigned long long>(id_));
+    LOG_WARNING_F({{"upstream", pool_->address().text}, {"upstream_conn", id_}},
+                  "upstream connection %llu: reply without a request",
+                  static_cast<unsigned long long>(id_));
     Close("unexpected reply from upstream");
     return;
   }
@@ -391,8 +403,9 @@ void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
   // The reply is read here and dropped (a client that left gets nothing).
   const bool is_error = !frame.empty() && frame[0] == '-';
   if (slot->hook == Hook::kAuthUpstream && is_error) {
-    LOG_WARNING("upstream rejected the proxy's AUTH: %.*s",
-                static_cast<int>(frame.size() > 2 ? frame.size() - 2 : 0), frame.data());
+    LOG_WARNING_F({{"upstream", pool_->address().text}, {"upstream_conn", id_}},
+                  "upstream rejected the proxy's AUTH: %.*s",
+                  static_cast<int>(frame.size() > 2 ? frame.size() - 2 : 0), frame.data());
     inflight_.pop_front();
     delete slot;
     Close("upstream authentication failed");
@@ -499,8 +512,9 @@ void UpstreamConn::Close(const std::string& reason) {
   state_ = State::kClosed;
   last_error_ = reason;
   if (was_ready || !inflight_.empty()) {
-    LOG_VERBOSE("upstream connection %llu closed: %s", static_cast<unsigned long long>(id_),
-                reason.c_str());
+    LOG_VERBOSE_F({{"upstream", pool_->address().text}, {"upstream_conn", id_}},
+                  "upstream connection %llu closed: %s", static_cast<unsigned long long>(id_),
+                  reason.c_str());
   }
   uv_timer_stop(&timer_);
   if (owner_ != nullptr) {

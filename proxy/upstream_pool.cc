@@ -130,8 +130,8 @@ void UpstreamPool::OnConnClosed(UpstreamConn* conn) {
                            ? kFirstBackoffMs
                            : std::min(cap, std::max(kFirstBackoffMs, slot->backoff_ms * 2));
     if (conn->ever_ready_) {
-      LOG_WARNING("upstream %s connection lost: %s", address_.text.c_str(),
-                  conn->last_error().c_str());
+      LOG_WARNING_F({{"upstream", address_.text}}, "upstream %s connection lost: %s",
+                    address_.text.c_str(), conn->last_error().c_str());
       logged_failure_.clear();
     } else {
       LogFailedAttempt(conn->last_error());
@@ -146,8 +146,8 @@ void UpstreamPool::LogFailedAttempt(const std::string& reason) {
   if (reason == logged_failure_ && now - logged_failure_ms_ < kFailureLogMs) return;
   logged_failure_ = reason;
   logged_failure_ms_ = now;
-  LOG_WARNING("upstream %s: connection failed: %s (retrying)", address_.text.c_str(),
-              reason.c_str());
+  LOG_WARNING_F({{"upstream", address_.text}}, "upstream %s: connection failed: %s (retrying)",
+                address_.text.c_str(), reason.c_str());
 }
 
 void UpstreamPool::OnSharedReady(UpstreamConn* conn) {
@@ -221,9 +221,10 @@ void UpstreamPool::OnProbeReply(std::string_view frame) {
   // go through this proxy, or a broken connection).
   const bool busy = frame.rfind("-BUSY", 0) == 0 || frame.rfind("-LOADING", 0) == 0;
   if (busy && probe_state_ == Probe::kWaiting) {
-    LOG_VERBOSE("upstream %s is busy (%.*s): waiting connections are not stalled",
-                address_.text.c_str(), static_cast<int>(std::min<size_t>(frame.size(), 80) - 2),
-                frame.data());
+    LOG_VERBOSE_F({{"upstream", address_.text}},
+                  "upstream %s is busy (%.*s): waiting connections are not stalled",
+                  address_.text.c_str(), static_cast<int>(std::min<size_t>(frame.size(), 80) - 2),
+                  frame.data());
   }
   if (probe_state_ == Probe::kWaiting) probe_state_ = busy ? Probe::kBusy : Probe::kNotBusy;
 }
@@ -246,6 +247,14 @@ std::string UpstreamPool::unavailable_reason() const {
 size_t UpstreamPool::shared_count() const {
   size_t n = 0;
   for (const auto& slot : slots_) n += slot->conn != nullptr && slot->conn->ready();
+  return n;
+}
+
+size_t UpstreamPool::answered_count() const {
+  size_t n = 0;
+  for (const auto& slot : slots_) {
+    n += slot->conn != nullptr && slot->conn->ready() && slot->conn->answered();
+  }
   return n;
 }
 

@@ -17,8 +17,10 @@ BLOOMPROXY_BIN = os.environ.get("BLOOMPROXY_BIN", str(REPO / "build" / "bloompro
 REDIS_SERVER = os.environ.get("REDIS_SERVER_BIN", "redis-server")
 
 # Environment variables the proxy reads; never inherited from the caller's environment.
-PROXY_ENV_VARS = ("BLOOMPROXY_UPSTREAM_PASSWORD", "BLOOMPROXY_UPSTREAM_USER",
-                  "BLOOMPROXY_REQUIREPASS")
+# Every option can be set as BLOOMPROXY_<NAME>: a proxy started by a test gets none of the
+# developer's (only the scripts' own BLOOMPROXY_BIN and BLOOMPROXY_ARGS pass), so the test alone
+# says how it is configured.
+PROXY_ENV_KEEP = ("BLOOMPROXY_BIN", "BLOOMPROXY_ARGS")
 
 
 def _die_with_parent():
@@ -442,7 +444,8 @@ class Proxy:
 
 
 def proxy_env(extra_env=None):
-    env = {k: v for k, v in os.environ.items() if k not in PROXY_ENV_VARS}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("BLOOMPROXY_") or k in PROXY_ENV_KEEP}
     env.update(extra_env or {})
     return env
 
