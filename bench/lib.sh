@@ -442,16 +442,20 @@ info_field() {
 # parse_round_args ARGS...: the command line of the benches that run in interleaved rounds:
 # --rounds N (or --rounds=N), --quick (a smoke run: QUICK=1 and one round), -h/--help (prints the
 # script's usage, then exits 0). Sets ROUNDS (--rounds, else the environment's ROUNDS, else 3) and
-# QUICK. The script defines usage() before calling it.
+# QUICK; with WITH_PUBLISH=1 in its environment it also takes --publish (PUBLISH=1: the script
+# plots its results into docs/img). The script defines usage() before calling it.
 parse_round_args() {
   ROUNDS="${ROUNDS:-3}"
   QUICK=0
+  PUBLISH=0
   while (($#)); do
     case "$1" in
       --rounds) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die "--rounds needs a positive integer"
                 ROUNDS="$2"; shift 2 ;;
       --rounds=*) ROUNDS="${1#*=}"; [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "bad --rounds"; shift ;;
       --quick) QUICK=1; shift ;;
+      --publish) [[ "${WITH_PUBLISH:-0}" == 1 ]] || { usage; die "unknown argument: $1"; }
+                 PUBLISH=1; shift ;;
       -h|--help) usage; exit 0 ;;
       *) usage; die "unknown argument: $1" ;;
     esac

@@ -26,21 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; }
 
-ROUNDS="${ROUNDS:-3}"
-QUICK=0
-PUBLISH=0
-while (($#)); do
-  case "$1" in
-    --rounds) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die "--rounds needs a positive integer"
-              ROUNDS="$2"; shift 2 ;;
-    --rounds=*) ROUNDS="${1#*=}"; [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "bad --rounds"; shift ;;
-    --quick) QUICK=1; shift ;;
-    --publish) PUBLISH=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) usage; die "unknown argument: $1" ;;
-  esac
-done
-((QUICK)) && ROUNDS=1
+WITH_PUBLISH=1 parse_round_args "$@"   # ROUNDS, QUICK, PUBLISH
 
 CLIENTS_LIST="${CLIENTS_LIST:-1 10 50 200}"
 PIPELINES="${PIPELINES:-1 16 64}"

@@ -16,7 +16,6 @@
 //   and the step is sent again, for the same places, on fresh metadata.
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "filters/add_script.h"
@@ -56,21 +55,15 @@ void BfPlan::SetPlain(Requests* req) {
 // The add script, with every link: the others to read, the items' own last.
 void BfPlan::SetByScript(Requests* req) {
   AddScriptRequest script(name_, meta_->id, meta_->links.size(), set_items_.size());
-  std::vector<std::pair<uint64_t, uint64_t>> offs;
-  std::vector<std::pair<uint64_t, uint32_t>> keys;  // per link: shard -> the script's key
+  BitOps ops;
+  std::vector<uint32_t> keys;  // per command of `ops`: its shard's index among the script's keys
   auto group = [&](size_t l) {
-    script.BeginGroup(meta_->links[l].k);
+    PlanBits(l, set_items_, &ops);
     keys.clear();
-    for (size_t item : set_items_) {
-      offs.clear();
-      ItemOffsets(item, l, &offs);
-      for (const auto& [shard, off] : offs) {
-        size_t c = 0;
-        while (c < keys.size() && keys[c].first != shard) ++c;
-        if (c == keys.size()) keys.emplace_back(shard, script.Key(meta_->BitsKey(l, shard)));
-        script.Bit(keys[c].second, off);
-      }
-    }
+    for (uint64_t shard : ops.shards) keys.push_back(script.Key(meta_->BitsKey(l, shard)));
+    script.BeginGroup(ops.k);
+    for (size_t x = 0; x < ops.offsets.size(); ++x)
+      script.Bit(keys[ops.command[x]], ops.offsets[x]);
   };
   for (size_t l = 0; l < meta_->links.size(); ++l) {
     if (l != target_) group(l);

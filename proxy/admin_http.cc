@@ -178,11 +178,15 @@ void AddCommands(const std::vector<Server*>& loops, MetricsSnapshot* s) {
 
 void AdminServer::SetLoops(std::vector<Server*> loops) { g_loops = std::move(loops); }
 
+namespace {
+
 // Why a pool has no connection the upstream answered on.
 std::string DownReason(const UpstreamPool& pool) {
   if (pool.shared_count() > 0) return "connected, no reply yet";
   return pool.unavailable_reason();
 }
+
+}  // namespace
 
 std::string AdminServer::NotReadyReason() const {
   if (server_->shutting_down()) return "draining: the proxy is shutting down";

@@ -450,10 +450,11 @@ def proxy_env(extra_env=None):
     return env
 
 
-def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocket=None,
-                tcp=True, ready_timeout=10.0, attempts=3):
-    """Starts bloomproxy and waits until it accepts connections and answers PING (PONG, or
-    NOAUTH when a password is required)."""
+def launch_proxy(workdir, attempts, ready_timeout, build, ready, env=None, retry=True):
+    """Starts bloomproxy until one attempt answers: `build(attempt)` gives (argv, the log file's
+    name, make(proc, log_path) -> the Proxy object); `ready(proxy)` says whether it answers yet.
+    An attempt whose process exits during startup is retried (with `retry`, and only when its
+    log says a port was in use: a free port taken by another process meanwhile)."""
     if not os.path.exists(BLOOMPROXY_BIN):
         raise RuntimeError(f"bloomproxy binary not found at {BLOOMPROXY_BIN} "
                            "(build it, or set BLOOMPROXY_BIN)")
@@ -461,6 +462,38 @@ def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocke
     workdir.mkdir(parents=True, exist_ok=True)
     last_error = None
     for attempt in range(attempts):
+        argv, log_name, make = build(attempt)
+        log_path = workdir / log_name
+        with open(log_path, "wb") as log:
+            log.write(("$ " + " ".join(argv) + "\n").encode())
+            log.flush()
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=proxy_env(env), cwd=workdir,
+                                    preexec_fn=_die_with_parent)
+        proxy = make(proc, log_path)
+        deadline = time.monotonic() + ready_timeout
+        while True:
+            if proc.poll() is not None:
+                last_error = RuntimeError("bloomproxy exited with code %s during startup:\n%s"
+                                          % (proc.returncode, tail(log_path)))
+                break
+            if ready(proxy):
+                return proxy
+            if time.monotonic() > deadline:
+                proxy.terminate_and_wait(signal.SIGKILL, 5)
+                raise RuntimeError("bloomproxy did not answer PING within %ss:\n%s"
+                                   % (ready_timeout, tail(log_path)))
+            time.sleep(0.02)
+        if not retry or "in use" not in tail(log_path).lower():
+            raise last_error
+    raise last_error
+
+
+def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocket=None,
+                tcp=True, ready_timeout=10.0, attempts=3):
+    """Starts bloomproxy and waits until it accepts connections and answers PING (PONG, or
+    NOAUTH when a password is required)."""
+    def build(attempt):
         p = (port or free_port()) if tcp else 0
         args = [BLOOMPROXY_BIN, "--port", str(p), "--bind", HOST]
         if upstream is not None:
@@ -469,33 +502,20 @@ def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocke
         if unixsocket:
             args += ["--unixsocket", str(unixsocket)]
         args += [str(a) for a in extra_args]
-        log_path = workdir / f"bloomproxy-{p}-{attempt}.log"
-        with open(log_path, "wb") as log:
-            log.write(("$ " + " ".join(args) + "\n").encode())
-            log.flush()
-            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=proxy_env(env), cwd=workdir,
-                                    preexec_fn=_die_with_parent)
-        proxy = Proxy(HOST, p, proc, log_path, unixsocket=str(unixsocket) if unixsocket else None,
-                      args=args)
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if proc.poll() is not None:
-                last_error = RuntimeError("bloomproxy exited with code %s during startup:\n%s"
-                                          % (proc.returncode, tail(log_path)))
-                break
-            if ping_ok(p if tcp else None, unix=None if tcp else str(unixsocket), timeout=1.0):
-                if unixsocket and tcp:
-                    wait_until(lambda: ping_ok(unix=str(unixsocket)), 5, what="unix socket")
-                return proxy
-            if time.monotonic() > deadline:
-                proxy.terminate_and_wait(signal.SIGKILL, 5)
-                raise RuntimeError("bloomproxy did not answer PING within %ss:\n%s"
-                                   % (ready_timeout, tail(log_path)))
-            time.sleep(0.02)
-        log_text = tail(log_path).lower()
-        if port or not tcp or "in use" not in log_text:
-            raise last_error
+        return args, f"bloomproxy-{p}-{attempt}.log", lambda proc, log_path: Proxy(
+            HOST, p, proc, log_path, unixsocket=str(unixsocket) if unixsocket else None,
+            args=args)
+
+    def ready(proxy):
+        if not ping_ok(proxy.port if tcp else None, unix=None if tcp else str(unixsocket),
+                       timeout=1.0):
+            return False
+        if unixsocket and tcp:
+            wait_until(lambda: ping_ok(unix=str(unixsocket)), 5, what="unix socket")
+        return True
+
+    return launch_proxy(workdir, attempts, ready_timeout, build, ready, env=env,
+                        retry=bool(tcp and not port))
     raise last_error
 
 

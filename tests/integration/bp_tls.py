@@ -25,7 +25,6 @@ Only the Python standard library, redis-py and the openssl / redis-server binari
 import os
 import re
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -36,8 +35,8 @@ from pathlib import Path
 import pytest
 
 from bp_helpers import (BLOOMPROXY_BIN, HOST, REDIS_SERVER, Err, Proxy, RawConn, RedisServer,
-                        Simple, _die_with_parent, encode_command as cmd, free_port, ping_ok,
-                        proxy_env, stop_proxies, tail, wait_until)
+                        Simple, _die_with_parent, encode_command as cmd, free_port,
+                        launch_proxy, ping_ok, proxy_env, stop_proxies, tail, wait_until)
 
 OPENSSL = os.environ.get("OPENSSL_BIN", "openssl")
 KEY_PASSPHRASE = "correct horse battery"
@@ -538,52 +537,36 @@ def start_tls_proxy(workdir, args, certs, plain=True, tls=True, probe=None, env=
     listeners: --port (a free port, or 0 when `plain` is false) and --tls-port (a free port when
     `tls`). Waits until every listener answers PING (TLS: with `probe`, keyword arguments of
     TlsConn; default: trusts certs.ca and presents certs.client); NOAUTH counts as an answer."""
-    if not os.path.exists(BLOOMPROXY_BIN):
-        raise RuntimeError(f"bloomproxy binary not found at {BLOOMPROXY_BIN}")
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
     probe = dict(probe if probe is not None else
                  {"ca": certs.ca.cert, "cert": certs.client.cert, "key": certs.client.key})
-    last_error = None
-    for attempt in range(attempts):
+
+    def build(attempt):
         port = free_port() if plain else 0
         tls_port = free_port() if tls else 0
         full = [BLOOMPROXY_BIN, "--bind", HOST, "--port", str(port)]
         if tls:
             full += ["--tls-port", str(tls_port)]
         full += [str(a) for a in args]
-        log_path = workdir / f"bloomproxy-{port}-{tls_port}-{attempt}.log"
-        with open(log_path, "wb") as log:
-            log.write(("$ " + " ".join(full) + "\n").encode())
-            log.flush()
-            proc = subprocess.Popen(full, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=proxy_env(env), cwd=workdir,
-                                    preexec_fn=_die_with_parent)
-        p = TlsProxy(HOST, port, proc, log_path, args=full)
-        p.tls_port = tls_port
-        p.probe = probe
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            if proc.poll() is not None:
-                last_error = RuntimeError("bloomproxy exited with code %s during startup:\n%s"
-                                          % (proc.returncode, tail(log_path)))
-                break
-            ok = (not plain or ping_ok(port, timeout=1.0))
-            if ok and tls:
-                try:
-                    answer = tls_ping(tls_port, timeout=1.0, **probe)
-                except AssertionError:
-                    answer = ""
-                ok = answer == "PONG" or (answer.startswith("reply: ") and "NOAUTH" in answer)
-            if ok:
-                return p
-            if time.monotonic() > deadline:
-                p.terminate_and_wait(signal.SIGKILL, 5)
-                raise RuntimeError("bloomproxy did not answer PING within %ss:\n%s"
-                                   % (ready_timeout, tail(log_path)))
-            time.sleep(0.02)
-        if "in use" not in tail(log_path).lower():
-            raise last_error
+
+        def make(proc, log_path):
+            p = TlsProxy(HOST, port, proc, log_path, args=full)
+            p.tls_port = tls_port
+            p.probe = probe
+            return p
+        return full, f"bloomproxy-{port}-{tls_port}-{attempt}.log", make
+
+    def ready(p):
+        if plain and not ping_ok(p.port, timeout=1.0):
+            return False
+        if not tls:
+            return True
+        try:
+            answer = tls_ping(p.tls_port, timeout=1.0, **probe)
+        except AssertionError:
+            return False
+        return answer == "PONG" or (answer.startswith("reply: ") and "NOAUTH" in answer)
+
+    return launch_proxy(workdir, attempts, ready_timeout, build, ready, env=env)
     raise last_error
 
 

@@ -13,6 +13,14 @@ from bp_helpers import HOST, RawConn, encode_command, free_port, wait_until
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+def read_to_close(sock):
+    """Everything `sock` receives until the server closes it."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
 def http(port, path="/metrics", method="GET", raw=None, timeout=5.0):
     """One request on a fresh connection; returns (status, headers, body) once the server
     closes. `raw` replaces the request bytes."""
@@ -20,12 +28,7 @@ def http(port, path="/metrics", method="GET", raw=None, timeout=5.0):
         f"{method} {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\n\r\n").encode()
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.sendall(request)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = read_to_close(s)
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode().split("\r\n")
     status = int(lines[0].split(" ")[1])
@@ -233,12 +236,7 @@ def test_connection_limit(proxy):
     try:
         time.sleep(0.3)  # all accepted
         with socket.create_connection((HOST, bp.admin), timeout=5) as extra:
-            data = b""
-            while True:
-                chunk = extra.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_to_close(extra)
         assert data.startswith(b"HTTP/1.1 503 ") and b"too many admin connections" in data
         # The proxy itself is not affected.
         with RawConn(bp.port) as c:
