@@ -49,4 +49,38 @@ uint64_t MurmurHash64A(std::string_view data, uint64_t seed) {
   return h;
 }
 
+uint32_t MurmurHash2(const void* key, int len, uint32_t seed) {
+  constexpr uint32_t m = 0x5bd1e995;
+  constexpr int r = 24;
+  const auto* p = static_cast<const unsigned char*>(key);
+  // The reference mixes the int length into the seed as unsigned.
+  uint32_t h = seed ^ static_cast<uint32_t>(len);
+
+  int remaining = len;
+  for (; remaining >= 4; remaining -= 4, p += 4) {
+    uint32_t k =
+        uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+    k *= m;
+    k ^= k >> r;
+    k *= m;
+    h *= m;
+    h ^= k;
+  }
+  switch (remaining) {
+    case 3:
+      h ^= uint32_t{p[2]} << 16;
+      [[fallthrough]];
+    case 2:
+      h ^= uint32_t{p[1]} << 8;
+      [[fallthrough]];
+    case 1:
+      h ^= uint32_t{p[0]};
+      h *= m;
+  }
+  h ^= h >> 13;
+  h *= m;
+  h ^= h >> 15;
+  return h;
+}
+
 }  // namespace bloomproxy::filters
