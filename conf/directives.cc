@@ -147,12 +147,11 @@ bool ApplyLogLevel(const Directive&, const std::vector<std::string>& a, SourceSt
 
 std::string ShowLogLevel(const Directive&, const Options& o) { return LogLevelName(o.loglevel); }
 
-bool ApplyBfMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
-                 std::string* e) {
+bool ParseSketchMode(const std::vector<std::string>& a, BfMode* mode, std::string* e) {
   if (EqualsIgnoreCase(a[0], "emulate")) {
-    s->options->bf_mode = BfMode::kEmulate;
+    *mode = BfMode::kEmulate;
   } else if (EqualsIgnoreCase(a[0], "forward")) {
-    s->options->bf_mode = BfMode::kForward;
+    *mode = BfMode::kForward;
   } else {
     *e = Quote(a[0]) + " is not a mode (emulate, forward)";
     return false;
@@ -160,8 +159,22 @@ bool ApplyBfMode(const Directive&, const std::vector<std::string>& a, SourceStat
   return true;
 }
 
+bool ApplyBfMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                 std::string* e) {
+  return ParseSketchMode(a, &s->options->bf_mode, e);
+}
+
 std::string ShowBfMode(const Directive&, const Options& o) {
   return o.bf_mode == BfMode::kEmulate ? "emulate" : "forward";
+}
+
+bool ApplyCmsMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                  std::string* e) {
+  return ParseSketchMode(a, &s->options->cms_mode, e);
+}
+
+std::string ShowCmsMode(const Directive&, const Options& o) {
+  return o.cms_mode == BfMode::kEmulate ? "emulate" : "forward";
 }
 
 using O = Options;
@@ -236,6 +249,8 @@ const Directive kDirectives[] = {
     // Switching between emulating BF.* and forwarding them changes what existing filters are.
     Custom<&O::bf_mode>("bf-mode", 1, "MODE", "BF.*: emulate, or forward to RedisBloom",
         ApplyBfMode, ShowBfMode, kRestart),
+    Custom<&O::cms_mode>("cms-mode", 1, "MODE", "CMS.*: emulate, or forward to RedisBloom",
+        ApplyCmsMode, ShowCmsMode, kRestart),
     // Filter defaults: filters created after a reload take the new values.
     Rate<&O::bf_error_rate>("bf-error-rate", "error rate of filters BF.ADD creates", kLive),
     Number<&O::bf_initial_capacity, 1, int64_t{1} << 30>("bf-initial-capacity", "N",

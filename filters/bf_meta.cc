@@ -238,16 +238,4 @@ std::vector<std::string> FilterMeta::DataKeys() const {
   return keys;
 }
 
-std::shared_ptr<FilterMeta> FilterCache::Find(std::string_view name) const {
-  auto it = map_.find(std::string(name));
-  return it == map_.end() ? nullptr : it->second;
-}
-void FilterCache::Put(std::string_view name, std::shared_ptr<FilterMeta> meta) {
-  // Bounded: a proxy serving many filters keeps the recent ones. Clearing is cheap and safe,
-  // since every entry is validated on use anyway.
-  if (map_.size() >= 100000) map_.clear();
-  map_[std::string(name)] = std::move(meta);
-}
-void FilterCache::Erase(std::string_view name) { map_.erase(std::string(name)); }
-
 }  // namespace bloomproxy::filters

@@ -13,6 +13,7 @@
 
 #include "filters/bf_args.h"
 #include "filters/bloom.h"
+#include "filters/meta_cache.h"
 #include "filters/plan_requests.h"
 #include "protocol/reply_decoder.h"
 #include "protocol/sharding_proxy.h"
@@ -60,23 +61,8 @@ struct FilterMeta {
   std::vector<std::string> DataKeys() const;
 };
 
-// Filters this proxy has seen, by name. Plans validate what they use on every round trip
-// (the id and whether a newer link exists), so a stale entry costs a retry, never a wrong
-// answer.
-class FilterCache {
- public:
-  // The entry for `name`, or null.
-  std::shared_ptr<FilterMeta> Find(std::string_view name) const;
-  // Sets the entry for `name` (the cache is emptied first when it is full).
-  void Put(std::string_view name, std::shared_ptr<FilterMeta> meta);
-  // Drops the entry for `name`, if any.
-  void Erase(std::string_view name);
-  // How many filters are cached.
-  size_t size() const { return map_.size(); }
-
- private:
-  std::unordered_map<std::string, std::shared_ptr<FilterMeta>> map_;
-};
+// Filters this proxy has seen, by name (filters/meta_cache.h).
+using FilterCache = MetaCache<FilterMeta>;
 
 // The field that marks a hash as a filter, and its value (the layout version).
 inline constexpr std::string_view kMarkerField = "bloomproxy";

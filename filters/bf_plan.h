@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "filters/bf_args.h"
-#include "filters/bf_commands.h"  // IWYU pragma: export
-#include "filters/bf_meta.h"      // IWYU pragma: export
-#include "filters/key_scripts.h"  // IWYU pragma: export
-#include "filters/plan.h"         // IWYU pragma: export
+#include "filters/bf_meta.h"          // IWYU pragma: export
+#include "filters/key_scripts.h"      // IWYU pragma: export
+#include "filters/plan.h"             // IWYU pragma: export
+#include "filters/sketch_commands.h"  // IWYU pragma: export
 
 namespace bloomproxy::filters {
 

@@ -8,19 +8,32 @@ namespace bloomproxy::filters {
 namespace {
 
 // filter_at(k, p): what lives at name `k`, whose data-key prefix is `p` (key_layout.h). Returns
-// its marker's name when the marker exists (else nil), and the filter's data keys (one per shard
-// of each link, and each link's count) when `k` is a filter's hash whose fields parse. Without a
-// marker nothing but the marker is looked at (EXISTS touches nothing); the hash is read only
-// when its marker says it is a filter, so no probe counts as a WRONGTYPE error and no plain key
-// is touched.
+// its marker's name when the marker exists (else nil), and the structure's data keys when `k` is
+// a filter's or a count-min sketch's hash whose fields parse: a filter's shards of each link and
+// each link's count; a sketch's parts (cms_meta.h). Without a marker nothing but the marker is
+// looked at (EXISTS touches nothing); the hash is read only when its marker says it is a
+// structure, so no probe counts as a WRONGTYPE error and no plain key is touched.
 constexpr std::string_view kFilterAt = R"lua(
+local function sketch_parts(p, id, width, depth, part)
+  if not id or not width or not depth or not part or part < 1 then return nil end
+  local keys = {}
+  for i = 0, math.ceil(width * depth / part) - 1 do keys[#keys + 1] = p .. ':cms:' .. id .. ':' .. i end
+  return keys
+end
 local function filter_at(k, p)
   local m = p .. ':bf:m:' .. k
   if redis.call('EXISTS', m) == 0 then return nil, nil end
   if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
   local names = {'bloomproxy', 'id', 'shard'}
   for i = 0, 63 do names[#names + 1] = 'l' .. i end
+  names[#names + 1] = 'cms'
+  names[#names + 1] = 'width'
+  names[#names + 1] = 'depth'
+  names[#names + 1] = 'part'
   local f = redis.call('HMGET', k, unpack(names))
+  if f[68] == '1' then
+    return m, sketch_parts(p, f[2], tonumber(f[69]), tonumber(f[70]), tonumber(f[71]))
+  end
   local shard = tonumber(f[3])
   if f[1] ~= '1' or not f[2] or not shard or shard < 1 or not f[4] then return m, nil end
   local keys = {}
@@ -39,12 +52,26 @@ local function filter_at(k, p)
 end
 )lua";
 
-// TYPE. KEYS[1]: the key; KEYS[2]: its marker. "MBbloom--" for a filter (RedisBloom's module
-// type name), else Redis's answer. Touches nothing.
+// TYPE. KEYS[1]: the key; KEYS[2]: its marker. RedisBloom's module type names: "MBbloom--" for
+// a filter, "CMSk-TYPE" for a count-min sketch (marker "cms"); else Redis's answer. Touches
+// nothing but the marker.
 constexpr std::string_view kTypeScript = R"lua(
 local t = redis.call('TYPE', KEYS[1]).ok
-if t == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then return {ok = 'MBbloom--'} end
+if t == 'hash' then
+  local m = redis.call('GET', KEYS[2])
+  if m == 'cms' then return {ok = 'CMSk-TYPE'} end
+  if m then return {ok = 'MBbloom--'} end
+end
 return {ok = t}
+)lua";
+
+// COPY. KEYS[1], KEYS[2]: source and destination; KEYS[3]: the source's marker. ARGV: the
+// command. A count-min sketch cannot be copied: RedisBloom's type has no copy callback.
+constexpr std::string_view kCopyScript = R"lua(
+if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('GET', KEYS[3]) == 'cms' then
+  return {err = 'ERR not supported for this module key'}
+end
+return redis.pcall(unpack(ARGV))
 )lua";
 
 // DEL, UNLINK. KEYS: the command's keys. ARGV[1]: DEL or UNLINK; ARGV[1 + i]: the data-key
@@ -113,7 +140,7 @@ const std::string& WithFilterAt(std::string_view body, std::string* storage) {
   return *storage;
 }
 
-enum class Kind { kNone, kType, kDelete, kExpire, kRename };
+enum class Kind { kNone, kType, kDelete, kExpire, kRename, kCopy };
 
 Kind KindOf(const std::vector<std::string_view>& args) {
   if (args.empty()) return Kind::kNone;
@@ -128,6 +155,7 @@ Kind KindOf(const std::vector<std::string_view>& args) {
     return Kind::kExpire;
   }
   if (name == "rename" || name == "renamenx") return Kind::kRename;
+  if (name == "copy") return Kind::kCopy;
   return Kind::kNone;
 }
 
@@ -157,6 +185,7 @@ std::vector<std::string_view> KeyCommandNames(const std::vector<std::string_view
     case Kind::kDelete:
       return {args.begin() + 1, args.end()};
     case Kind::kRename:
+    case Kind::kCopy:
       return {args[1], args[2]};
     case Kind::kType:
     case Kind::kExpire:
@@ -173,6 +202,7 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
   std::vector<std::string_view> out;
   const std::string count_storage = std::to_string(kind == Kind::kDelete   ? args.size() - 1
                                                    : kind == Kind::kRename ? 2
+                                                   : kind == Kind::kCopy   ? 3
                                                    : kind == Kind::kType   ? 2
                                                                            : 1);
   std::string marker;
@@ -196,6 +226,11 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
       prefixes.push_back(DataKeyPrefix(args[1]));
       prefixes.push_back(DataKeyPrefix(args[2]));
       out = {"EVAL", RenameScript(), count_storage, args[1], args[2]};
+      break;
+    case Kind::kCopy:
+      marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
+      out = {"EVAL", kCopyScript, count_storage, args[1], args[2], marker};
+      out.insert(out.end(), args.begin(), args.end());
       break;
     case Kind::kNone:
       return false;

@@ -209,6 +209,7 @@ bool LookupAclCategory(std::string_view name, uint32_t* category) {
       {"transaction", kCatTransaction},
       {"scripting", kCatScripting},
       {"bloom", kCatBloom},
+      {"cms", kCatCms},
   };
   for (const auto& [n, c] : kNames) {
     if (n == name) {

@@ -34,7 +34,7 @@ enum CommandFlag : uint32_t {
   kFlagContainer = 1u << 15,  // has subcommands (CLIENT, CONFIG, ...): see LookupSubcommand
 };
 
-// ACL categories, as Redis 7.0's ACL CAT lists them, plus RedisBloom's "bloom".
+// ACL categories, as Redis 7.0's ACL CAT lists them, plus RedisBloom's "bloom" and "cms".
 enum AclCategory : uint32_t {
   kCatKeyspace = 1u << 0,
   kCatRead = 1u << 1,
@@ -58,6 +58,7 @@ enum AclCategory : uint32_t {
   kCatTransaction = 1u << 19,
   kCatScripting = 1u << 20,
   kCatBloom = 1u << 21,
+  kCatCms = 1u << 22,
 };
 
 // The category named `name` (lower case, without '@'); false when there is none.

@@ -25,10 +25,11 @@ struct Entry {
 bool CheckName(std::string_view name, std::string* error) {
   const size_t bar = name.find('|');
   const std::string_view command = name.substr(0, bar);
-  filters::BfCommand bf;
+  filters::SketchFamily family;
   const protocol::CommandInfo* info = protocol::LookupCommand(command);
   if (bar == std::string_view::npos) {
-    if (info != nullptr || filters::LookupBfCommand(command, &bf) || IsModuleName(command)) {
+    if (info != nullptr || filters::LookupSketchCommand(command, &family) ||
+        IsModuleName(command)) {
       return true;
     }
     *error = "unknown command '" + std::string(command) + "'";
@@ -67,9 +68,11 @@ bool CommandAcl::Compile(const std::vector<std::string>& given, CommandAcl* out,
         {std::string(info->name), info->categories,
          bar == std::string_view::npos ? std::string_view() : info->name.substr(0, bar)});
   }
-  for (const filters::BfCommandName& bf : filters::BfCommandNames()) {
-    const uint32_t category = bf.writes ? protocol::kCatWrite : protocol::kCatRead;
-    entries.push_back({std::string(bf.name), category | protocol::kCatBloom, {}});
+  for (const filters::SketchCommandName& c : filters::SketchCommandNames()) {
+    const uint32_t category = c.writes ? protocol::kCatWrite : protocol::kCatRead;
+    const uint32_t family =
+        c.family == filters::SketchFamily::kBloom ? protocol::kCatBloom : protocol::kCatCms;
+    entries.push_back({std::string(c.name), category | family, {}});
   }
   for (const std::string& rule : rules) {
     const std::string_view name = std::string_view(rule).substr(1);
@@ -79,8 +82,10 @@ bool CommandAcl::Compile(const std::vector<std::string>& given, CommandAcl* out,
       return false;
     }
     if (IsModuleName(name) && protocol::LookupCommand(name) == nullptr) {
-      filters::BfCommand bf;
-      if (!filters::LookupBfCommand(name, &bf)) entries.push_back({std::string(name), 0, {}});
+      filters::SketchFamily family;
+      if (!filters::LookupSketchCommand(name, &family)) {
+        entries.push_back({std::string(name), 0, {}});
+      }
     }
   }
   std::vector<bool> allowed(entries.size(), false);

@@ -398,6 +398,7 @@ class Client {
   // filter_commands.cc
   // BF.* commands (filters/bf_plan.h); kForward when the command is not one.
   Dispatched HandleFilterCommand(const protocol::Command& cmd);
+  Dispatched HandleCmsCommand(const protocol::Command& cmd);
   // A key command that must act on whole filters (DEL, EXPIRE, RENAME, TYPE, ...): *request gets
   // the Lua script request that runs it (filters/key_scripts.h). False for other commands.
   bool RewriteKeyCommand(const protocol::Command& cmd, std::string* request);

@@ -119,7 +119,7 @@ Client::Dispatched Client::SplitByNode(const Command& cmd, const CommandInfo* in
   for (size_t i = 0; i < parts.size(); ++i) {
     Command part_cmd;
     part_cmd.args = args[i];
-    if (!(server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey) &&
+    if (!(server_->emulated() != 0 && (route.traits & protocol::kTraitFilterKey) &&
           RewriteKeyCommand(part_cmd, &parts[i].request))) {
       protocol::AppendCommand(&parts[i].request, args[i]);
     }

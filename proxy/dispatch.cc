@@ -161,7 +161,7 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
       return SplitByNode(cmd, sub ? sub : info, route);
     }
   }
-  if (!upstream_decides && server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey)) {
+  if (!upstream_decides && server_->emulated() != 0 && (route.traits & protocol::kTraitFilterKey)) {
     RewriteKeyCommand(cmd, &out.rewritten);
   }
   AddCompletionHook(cmd, name, &out);
@@ -180,7 +180,7 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
 
 Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
                                       const CommandInfo* info, std::string_view name) {
-  if (server_->bf_emulate()) {
+  if (server_->emulated() != 0) {
     Dispatched d = HandleFilterCommand(cmd);
     if (d != Dispatched::kForward) return d;
   }
@@ -210,16 +210,18 @@ void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoi
     out->arg = InfoWantsProxySection(cmd);
     return;
   }
-  if (name != "command" || !server_->bf_emulate()) return;
+  if (name != "command" || server_->emulated() == 0) return;
   if (cmd.args.size() == 1 || (cmd.args.size() == 2 && IEquals(cmd.args[1], "list"))) {
     out->hook = Hook::kCommandAll;
   } else if (cmd.args.size() == 2 && IEquals(cmd.args[1], "count")) {
     out->hook = Hook::kCommandCount;
   } else if (cmd.args.size() > 2 && IEquals(cmd.args[1], "info")) {
-    // The upstream answers nil for the BF.* names; their entries replace those nils.
+    // The upstream answers nil for the sketch commands' names; their entries replace those nils.
     for (size_t i = 2; i < cmd.args.size() && i < 64 + 2; ++i) {
-      filters::BfCommand bf;
-      if (filters::LookupBfCommand(cmd.args[i], &bf)) out->arg |= int64_t{1} << (i - 2);
+      filters::SketchFamily family;
+      if (filters::LookupSketchCommand(cmd.args[i], &family) && server_->emulates(family)) {
+        out->arg |= int64_t{1} << (i - 2);
+      }
     }
     if (out->arg != 0) {
       out->hook = Hook::kCommandInfo;
@@ -248,8 +250,9 @@ bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandI
   }
   if (!authenticated_) {
     // Redis checks existence and arity before authentication (src/server.c processCommand).
-    filters::BfCommand bf;
-    if (info == nullptr && server_->bf_emulate() && filters::LookupBfCommand(cmd.args[0], &bf)) {
+    filters::SketchFamily family;
+    if (info == nullptr && filters::LookupSketchCommand(cmd.args[0], &family) &&
+        server_->emulates(family)) {
       ReplyLocal(errors::kNoAuth);
       return true;
     }
@@ -267,9 +270,9 @@ bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandI
   std::string storage;
   std::string_view full;
   if (RulesAllow(cmd, info, sub, name, &storage, &full)) return false;
-  filters::BfCommand bf;
+  filters::SketchFamily family;
   if (info == nullptr && full.find('.') == std::string_view::npos &&
-      !filters::LookupBfCommand(full, &bf)) {
+      !filters::LookupSketchCommand(full, &family)) {
     // Not a command of Redis 7.0, the proxy or a module: Redis's own answer, unknown.
     Refuse(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
   } else if (info == nullptr || !RejectMalformed(cmd, *info, sub)) {

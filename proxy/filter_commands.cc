@@ -1,7 +1,8 @@
-// BF.* commands: plans (filters/) run on the client's connection, BF.ADD/EXISTS join the loop
-// turn's batch for their filter, and the client's later commands wait until the plan has
+// BF.* and CMS.* commands: plans (filters/) run on the client's connection, BF.ADD/EXISTS join the
+// loop turn's batch for their filter, and the client's later commands wait until the plan has
 // answered. Key commands on a filter's name (the command table's kTraitFilterKey) are one Lua
 // script each (filters/key_scripts.h), sent like any command.
+#include "filters/cms_plan.h"
 #include "filters/key_layout.h"
 #include "protocol/errors.h"
 #include "protocol/key_slot.h"
@@ -22,6 +23,9 @@ namespace {
 constexpr std::string_view kNotKeptWhole =
     "-ERR bloomproxy: behind a sharding proxy a filter's name needs a {hash tag}, or no braces "
     "at all, and at most 7900 bytes, so that all its keys stay on one server\r\n";
+constexpr std::string_view kNotOneServer =
+    "-ERR bloomproxy: behind a sharding proxy CMS.MERGE needs the destination and every source "
+    "under one {hash tag}, so that they are on one server\r\n";
 
 bool Writes(BfCommand c) {
   return c == BfCommand::kReserve || c == BfCommand::kAdd || c == BfCommand::kMAdd ||
@@ -44,6 +48,11 @@ void Client::OnPlanDone(Pending* slot, std::string reply) {
 }
 
 Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
+  filters::SketchFamily family;
+  if (!filters::LookupSketchCommand(cmd.args[0], &family) || !server_->emulates(family)) {
+    return Dispatched::kForward;
+  }
+  if (family == filters::SketchFamily::kCms) return HandleCmsCommand(cmd);
   BfCommand bf;
   if (filters::LookupBfCommand(cmd.args[0], &bf)) {
     filters::BfRequest request;
@@ -75,11 +84,44 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
   return Dispatched::kForward;
 }
 
+Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {
+  filters::CmsRequest request;
+  std::string error = filters::ParseCmsRequest(cmd.args, &request, server_->cms_config().max_bytes);
+  if (!error.empty() && request.error_order == filters::CmsErrorOrder::kNow) {
+    ReplyLocal(error);
+    return Dispatched::kDone;
+  }
+  // Every key a plan touches is in its sketches' slot (filters/cms_meta.h); MERGE's sketches must
+  // all be there, as a multi-key command's keys must on Redis Cluster.
+  std::vector<std::string_view> names = {request.key};
+  names.insert(names.end(), request.sources.begin(), request.sources.end());
+  bool has_tag = false;
+  for (std::string_view name : names) {
+    if (server_->sharding_proxy() &&
+        (!filters::KeptWholeBehindShardingProxy(name) ||
+         protocol::HashTag(name, &has_tag) != protocol::HashTag(request.key, &has_tag))) {
+      ReplyLocal(name == request.key ? kNotKeptWhole : kNotOneServer);
+      return Dispatched::kDone;
+    }
+    if (server_->router().cluster() && protocol::KeySlot(name) != protocol::KeySlot(request.key)) {
+      ReplyLocal(protocol::errors::kCrossSlot);
+      return Dispatched::kDone;
+    }
+  }
+  const bool writes = request.command != filters::CmsCommand::kQuery &&
+                      request.command != filters::CmsCommand::kInfo;
+  return StartPlan(request.key,
+                   filters::MakeCmsPlan(request, std::move(error), &server_->cms_cache(),
+                                        &server_->cms_config()),
+                   writes);
+}
+
 bool Client::RewriteKeyCommand(const Command& cmd, std::string* request) {
   if (!filters::KeyCommandRequest(cmd.args, request, server_->bf_config().upstream)) return false;
   // The names may stop being (or become) filters: the cache learns them again when used.
   for (std::string_view name : filters::KeyCommandNames(cmd.args)) {
     server_->filter_cache().Erase(name);
+    server_->cms_cache().Erase(name);
   }
   return true;
 }

@@ -92,7 +92,7 @@ std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
   // COMMAND COUNT: an integer.
   std::vector<std::string> extra;
   if (hook == Hook::kCommandAll) {
-    extra = filters::BfCommandEntries();
+    extra = filters::SketchCommandEntries(server_->emulated());
   }
   const size_t eol = frame.find("\r\n");
   int64_t n = 0;
@@ -100,7 +100,8 @@ std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
       !protocol::StringToInt64(frame.substr(1, eol - 1), &n)) {
     return std::string(frame);
   }
-  const int64_t added = static_cast<int64_t>(filters::BfCommandEntries().size());
+  const int64_t added =
+      static_cast<int64_t>(filters::SketchCommandEntries(server_->emulated()).size());
   std::string out;
   if (frame[0] == ':' && hook == Hook::kCommandCount) {
     protocol::AppendInteger(&out, n + added);
@@ -138,7 +139,7 @@ std::string Client::FillBfCommandInfo(int64_t positions, std::string_view frame)
     if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return std::string(frame);
     std::string entry;
     if (i < 64 && ((positions >> i) & 1) && static_cast<size_t>(i) < bf_names_.size()) {
-      entry = filters::BfCommandEntry(bf_names_[static_cast<size_t>(i)]);
+      entry = filters::SketchCommandEntry(bf_names_[static_cast<size_t>(i)], server_->emulated());
     }
     out += entry.empty() ? std::string(rest.substr(0, len)) : entry;
     rest.remove_prefix(len);

@@ -12,6 +12,7 @@
 
 #include "conf/options.h"
 #include "filters/bf_plan.h"
+#include "filters/cms_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/acl.h"
 #include "proxy/metrics.h"
@@ -96,8 +97,15 @@ class Server {
   }
   // The command rules of `user`; nullptr when the user may run every command.
   const CommandAcl* acl(std::string_view user) const { return acls_.Find(user); }
-  // BF.* emulation: on unless bf-mode is forward.
+  // BF.* emulation: on unless bf-mode is forward; CMS.* the same with cms-mode.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
+  bool cms_emulate() const { return options_.cms_mode == conf::BfMode::kEmulate; }
+  // The sketch families the proxy answers itself.
+  filters::SketchFamilies emulated() const {
+    return (bf_emulate() ? filters::FamilyBit(filters::SketchFamily::kBloom) : 0) |
+           (cms_emulate() ? filters::FamilyBit(filters::SketchFamily::kCms) : 0);
+  }
+  bool emulates(filters::SketchFamily f) const { return (emulated() & filters::FamilyBit(f)) != 0; }
   // The TLS context of upstream connections; null without upstream-tls.
   const std::shared_ptr<TlsContext>& upstream_tls() const { return upstream_tls_; }
   // Whether the upstream is a sharding proxy (twemproxy, Codis): protocol/sharding_proxy.h.
@@ -106,6 +114,8 @@ class Server {
   }
   const filters::BfConfig& bf_config() const { return bf_config_; }
   filters::FilterCache& filter_cache() { return filter_cache_; }
+  const filters::CmsConfig& cms_config() const { return cms_config_; }
+  filters::CmsCache& cms_cache() { return cms_cache_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -185,6 +195,8 @@ class Server {
   std::string scratch_;
   filters::BfConfig bf_config_;
   filters::FilterCache filter_cache_;
+  filters::CmsConfig cms_config_;
+  filters::CmsCache cms_cache_;
   std::vector<std::unique_ptr<BfBatch>> batches_;  // open during this loop turn
   bool shutting_down_ = false;
   bool stopped_ = false;

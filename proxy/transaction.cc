@@ -46,7 +46,7 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
   entry.transaction = multi_seq_;
   std::string_view request = RequestBytes(cmd);
   std::string script;
-  if (server_->bf_emulate() && (route.traits & protocol::kTraitFilterKey) &&
+  if (server_->emulated() != 0 && (route.traits & protocol::kTraitFilterKey) &&
       RewriteKeyCommand(cmd, &script)) {
     // Queued as the script that acts on whole filters; its reply in EXEC's is the command's.
     request = script;

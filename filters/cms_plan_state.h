@@ -1,0 +1,129 @@
+// The CMS plan's state machine (filters/cms_plan.h), one class whose methods are defined by
+// concern: the metadata, creation and restarts (cms_plan.cc); INCRBY, QUERY and INFO
+// (cms_plan_ops.cc); MERGE's
+// read, computation and check-and-write (cms_plan_merge.cc). Internal to filters/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "filters/cms.h"
+#include "filters/cms_args.h"
+#include "filters/cms_meta.h"
+#include "filters/cms_plan.h"
+#include "filters/cms_scripts.h"
+#include "filters/plan_requests.h"
+
+namespace bloomproxy::filters::cms_plan_internal {
+
+// What a name held when the plan fetched it.
+struct Fetched {
+  enum class State { kMissing, kOtherType, kSketch } state = State::kMissing;
+  std::shared_ptr<CmsMeta> meta;
+};
+
+class CmsPlan : public Plan {
+ public:
+  CmsPlan(const CmsRequest& request, std::string parse_error, CmsCache* cache,
+          const CmsConfig* config);
+
+  void Start(PlanStep* step) override;
+  void OnReplies(StepReplies& r, PlanStep* step) override;
+
+ private:
+  enum class Phase { kFetch, kCreate, kMain, kMergeRead, kMergeCommit };
+
+  // --- steps, metadata, restarts (cms_plan.cc) --------------------------------------------
+
+  Requests& BeginStep(PlanStep* step);
+  void EndStep(PlanStep* step);
+  void Finish(PlanStep* step, std::string reply);
+  void Restart(PlanStep* step);
+  bool ShardingProxy() const { return config_->upstream == protocol::UpstreamKind::kShardingProxy; }
+  // The fetch step: what every name of `names_` holds.
+  void Fetch(PlanStep* step);
+  bool ReadFetched(StepReplies& r, std::string* error);
+  void OnFetch(StepReplies& r, PlanStep* step);
+  // The reply for a name that is no sketch, or "" when it is one.
+  static std::string_view NotASketch(const Fetched& f);
+
+  // --- creation (cms_plan.cc) -------------------------------------------------------------
+
+  void Create(PlanStep* step);
+  void OnCreate(StepReplies& r, PlanStep* step);
+
+  // --- INCRBY, QUERY, INFO (cms_plan_ops.cc) ----------------------------------------------
+
+  void Main(PlanStep* step);
+  void OnMain(StepReplies& r, PlanStep* step);
+  // Whether the validation reply (HMGET name cms id) shows the sketch as cached; *error when
+  // it is an error that ends the command.
+  bool StillTheSketch(StepReplies& r, size_t at, std::string* error) const;
+  // The integers the BITFIELD replies of the main step hold, in request order.
+  bool CollectValues(StepReplies& r, std::vector<int64_t>* values, std::string* error);
+  std::string IncrByReply(const std::vector<int64_t>& values) const;
+  std::string QueryReply(const std::vector<int64_t>& values) const;
+  std::string InfoReply(const std::vector<int64_t>& values) const;
+
+  // --- MERGE (cms_plan_merge.cc) ----------------------------------------------------------
+
+  std::string MergeChecks() const;  // the reply for the first failed key check, or ""
+  void MergeRead(PlanStep* step);
+  void OnMergeRead(StepReplies& r, PlanStep* step);
+  void OnMergeCommit(StepReplies& r, PlanStep* step);
+
+  static constexpr int kMaxRestarts = 5;
+  static constexpr std::string_view kBusy = "-ERR sketch keeps changing, try again\r\n";
+
+  CmsCommand command_;
+  std::string name_;
+  std::string parse_error_;
+  CmsErrorOrder error_order_;
+  CmsCache* cache_;
+  const CmsConfig* config_;
+  Phase phase_ = Phase::kFetch;
+  int restarts_ = 0;
+  size_t skip_ = 0;
+  Requests trailing_;
+  Requests next_;
+  std::vector<ReplyCheck> checks_;
+
+  // INITBY*: the dimensions. INCRBY / QUERY: the items (and increments).
+  uint64_t width_ = 0;
+  uint64_t depth_ = 0;
+  std::vector<std::string> items_;
+  std::vector<uint64_t> increments_;
+
+  // The names fetched (MERGE: the destination, then each distinct source), and what each held.
+  std::vector<std::string> names_;
+  std::vector<Fetched> fetched_;
+  std::shared_ptr<CmsMeta> meta_;  // the sketch at name_
+
+  // The main step: its BITFIELD replies' integers, concatenated in request order, hold the
+  // value of row r of item i at positions_[i * depth + r].
+  void PlanCells(bool write, std::vector<CmsPartOps>* parts);
+  std::vector<size_t> positions_;
+  size_t values_expected_ = 0;
+  size_t first_bitfield_ = 0;
+  bool multi_part_ = false;
+  size_t validation_at_ = 0;
+  std::vector<std::string> written_;  // parts the step wrote (for the cleanup)
+
+  // MERGE: per name fetched, the reply index of its first read (its parts for a source, part
+  // 0's header for a destination that is no source).
+  std::vector<size_t> read_at_;
+  bool ReadSketch(StepReplies& r, size_t j, CmsSketch* sketch, std::string* version,
+                  std::string* error) const;
+  std::vector<std::pair<std::string, std::string>> DestParts(const CmsSketch& merged,
+                                                             std::string_view version) const;
+  std::vector<size_t> source_of_;  // per source: its index in names_
+  std::vector<int64_t> weights_;
+  size_t bad_weight_ = kCmsNoBadWeight;
+};
+
+}  // namespace bloomproxy::filters::cms_plan_internal

@@ -1,0 +1,41 @@
+// The commands of every sketch the proxy answers (BF.*, CMS.*), as COMMAND describes them (arity,
+// flags, key positions, ACL categories): one row per command, added to the upstream's COMMAND
+// output and read by the ACL compiler and the dispatcher. A new sketch adds its rows here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bloomproxy::filters {
+
+// The family a command belongs to: each is emulated or forwarded as configured (bf-mode,
+// cms-mode).
+enum class SketchFamily : uint8_t { kBloom, kCms };
+
+// Which families the proxy answers itself (a bit per family).
+using SketchFamilies = uint32_t;
+constexpr SketchFamilies FamilyBit(SketchFamily f) { return 1u << static_cast<uint32_t>(f); }
+
+// The family of a sketch command named `name` (any case); false for any other name.
+bool LookupSketchCommand(std::string_view name, SketchFamily* family);
+
+// COMMAND entries (RESP2 arrays, Redis 7 layout) of the commands of `families`, for the proxy to
+// add to the upstream's COMMAND output.
+std::vector<std::string> SketchCommandEntries(SketchFamilies families);
+
+// Every sketch command (lower case), whether it writes (its COMMAND entry's ACL category is
+// @write, else @read) and its family's ACL category (RedisBloom's @bloom or @cms).
+struct SketchCommandName {
+  std::string_view name;
+  bool writes;
+  SketchFamily family;
+  std::string_view category;  // "bloom" or "cms"
+};
+std::vector<SketchCommandName> SketchCommandNames();
+
+// The entry of one sketch command by name (any case) if its family is in `families`, or empty.
+std::string SketchCommandEntry(std::string_view name, SketchFamilies families);
+
+}  // namespace bloomproxy::filters
