@@ -18,13 +18,8 @@
 
 namespace bloomproxy::filters {
 
-// One command of several coalesced into one plan: its items are items[start, start + count),
-// and it is a multi-item command (BF.MADD / BF.MEXISTS: an array reply) or a single-item one.
-struct BfMember {
-  size_t start = 0;
-  size_t count = 0;
-  bool multi = false;
-};
+// One BF command of several coalesced into one plan (filters/plan.h).
+using BfMember = PlanMember;
 
 // A plan for a parsed BF command. `cache` and `config` outlive the plan. `deferred_error`,
 // when not empty, is an argument error RedisBloom reports only once the key is known to be a

@@ -6,7 +6,8 @@
 //                                      part C (cells per data key)
 //     {hits}:cms:<id>:<p>      string  part p: a 16-byte header, then cells
 //                                      [p*C, min((p+1)*C, W*D)) as BITFIELD u32 (big-endian)
-//     {hits}:bf:m:hits         string  "cms": the structure marker (a filter's holds "1")
+//     {hits}:cms:m:hits        string  "1": the marker (key_layout.h), which TYPE and the key
+//                                      commands look for
 //
 // Part 0's header holds the count of all increments (i64 at bit 0, wrapping as RedisBloom's
 // counter does) and a version (i64 at bit 64) that every INCRBY and MERGE bumps, so MERGE can
@@ -38,7 +39,6 @@ struct CmsConfig {
 
 inline constexpr uint64_t kCmsHeaderBytes = 16;
 inline constexpr uint64_t kCmsHeaderCells = kCmsHeaderBytes / 4;  // u32 slots the header takes
-inline constexpr std::string_view kCmsMarkerValue = "cms";
 
 struct CmsMeta {
   std::string id;

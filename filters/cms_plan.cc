@@ -22,7 +22,7 @@ namespace bloomproxy::filters {
 namespace cms_plan_internal {
 
 CmsPlan::CmsPlan(const CmsRequest& request, std::string parse_error, CmsCache* cache,
-                 const CmsConfig* config)
+                 const CmsConfig* config, std::vector<PlanMember> members)
     : command_(request.command),
       name_(request.key),
       parse_error_(std::move(parse_error)),
@@ -31,6 +31,7 @@ CmsPlan::CmsPlan(const CmsRequest& request, std::string parse_error, CmsCache* c
       config_(config),
       width_(request.width),
       depth_(request.depth),
+      members_(std::move(members)),
       weights_(request.weights),
       bad_weight_(request.bad_weight) {
   // The request's views point into the client's input buffer: keep copies.
@@ -205,6 +206,12 @@ std::unique_ptr<Plan> MakeCmsPlan(const CmsRequest& request, std::string parse_e
                                   CmsCache* cache, const CmsConfig* config) {
   return std::make_unique<cms_plan_internal::CmsPlan>(request, std::move(parse_error), cache,
                                                       config);
+}
+
+std::unique_ptr<Plan> MakeCmsBatchPlan(const CmsRequest& request, std::vector<PlanMember> members,
+                                       CmsCache* cache, const CmsConfig* config) {
+  return std::make_unique<cms_plan_internal::CmsPlan>(request, std::string(), cache, config,
+                                                      std::move(members));
 }
 
 }  // namespace bloomproxy::filters

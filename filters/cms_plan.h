@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "filters/cms_args.h"
 #include "filters/cms_meta.h"
@@ -17,5 +18,12 @@ namespace bloomproxy::filters {
 // The request's views are copied. `cache` and `config` outlive the plan.
 std::unique_ptr<Plan> MakeCmsPlan(const CmsRequest& request, std::string parse_error,
                                   CmsCache* cache, const CmsConfig* config);
+
+// One plan for several CMS.INCRBY (request.command kIncrBy) or CMS.QUERY (kQuery) commands on the
+// same sketch, whose pairs or items are request.increments / request.items split by `members`:
+// one BITFIELD for all, in order, so each member's reply is the one its own command would have
+// had run after the ones before it (MemberReplies()).
+std::unique_ptr<Plan> MakeCmsBatchPlan(const CmsRequest& request, std::vector<PlanMember> members,
+                                       CmsCache* cache, const CmsConfig* config);
 
 }  // namespace bloomproxy::filters

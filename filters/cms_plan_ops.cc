@@ -2,6 +2,7 @@
 // one step of BITFIELD (or, for a sketch in several parts, one script running every part's
 // BITFIELD atomically) followed by the validation, and the reply folded from its integers.
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,23 @@
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters::cms_plan_internal {
+namespace {
+
+// The minimum of each item's cells, in item order (for INCRBY after its own increments).
+std::vector<int64_t> Minima(const std::vector<int64_t>& values,
+                            const std::vector<size_t>& positions, size_t items, uint64_t depth) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < items; ++i) {
+    int64_t min = kCmsCellMax;
+    for (uint64_t row = 0; row < depth; ++row) {
+      min = std::min(min, values[positions[i * depth + row]]);
+    }
+    out.push_back(min);
+  }
+  return out;
+}
+
+}  // namespace
 
 // Every item's cells as BITFIELD operations grouped by part, part 0 first (an INCRBY always
 // writes part 0: the count and the version are there), and where each cell's value will be.
@@ -51,11 +69,67 @@ void CmsPlan::PlanCells(bool write, std::vector<CmsPartOps>* parts) {
   values_expected_ = at;
 }
 
+// The same for a sketch in one part (every sketch below bf-max-shard-bytes), encoded straight
+// into one BITFIELD request: the hot path of INCRBY and QUERY.
+void CmsPlan::EncodeOnePart(bool write, std::string* out) {
+  const CmsMeta& m = *meta_;
+  const size_t ops = items_.size() * m.depth;
+  protocol::AppendArrayHeader(out, static_cast<int64_t>(2 + (write ? 12 + 4 * ops : 3 * ops)));
+  protocol::AppendBulk(out, write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO");
+  protocol::AppendBulk(out, m.PartKey(0));
+  size_t at = 0;
+  char buf[24];
+  auto number = [&buf](uint64_t v, bool hash) {
+    char* start = buf;
+    if (hash) *start++ = '#';
+    return std::string_view(
+        buf, static_cast<size_t>(std::to_chars(start, buf + sizeof(buf), v).ptr - buf));
+  };
+  if (write) {
+    uint64_t sum = 0;
+    for (uint64_t v : increments_) sum = CmsCounterAdd(sum, v);
+    for (std::string_view a : {"OVERFLOW", "WRAP", "INCRBY", "i64", "0"}) {
+      protocol::AppendBulk(out, a);
+    }
+    protocol::AppendBulk(out, std::to_string(CmsCounterShown(sum)));
+    for (std::string_view a : {"INCRBY", "i64", "64", "1", "OVERFLOW", "SAT"}) {
+      protocol::AppendBulk(out, a);
+    }
+    at = 2;
+  }
+  positions_.resize(ops);
+  std::string value;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    if (write) value.assign(number(increments_[i], false));
+    for (uint64_t row = 0; row < m.depth; ++row) {
+      const uint64_t cell = CmsItemCell(items_[i], m.width, row);
+      protocol::AppendBulk(out, write ? "INCRBY" : "GET");
+      protocol::AppendBulk(out, "u32");
+      protocol::AppendBulk(out, number(kCmsHeaderCells + cell, true));
+      if (write) protocol::AppendBulk(out, value);
+      positions_[i * m.depth + row] = at++;
+    }
+  }
+  values_expected_ = at;
+}
+
 void CmsPlan::Main(PlanStep* step) {
   phase_ = Phase::kMain;
   Requests& req = BeginStep(step);
   std::vector<CmsPartOps> parts;
   const bool write = command_ == CmsCommand::kIncrBy;
+  written_.clear();
+  if (command_ != CmsCommand::kInfo && meta_->Parts() == 1) {
+    std::string request;
+    EncodeOnePart(write, &request);
+    first_bitfield_ = req.count();
+    multi_part_ = false;
+    req.AddEncoded(request, write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO");
+    if (write) written_.push_back(meta_->PartKey(0));
+    validation_at_ = req.count();
+    req.Add({"HMGET", name_, "cms", "id"});
+    return EndStep(step);
+  }
   if (command_ == CmsCommand::kInfo) {
     parts.push_back({meta_->PartKey(0), {"GET", "i64", "0"}});
     positions_.clear();
@@ -65,7 +139,6 @@ void CmsPlan::Main(PlanStep* step) {
   }
   first_bitfield_ = req.count();
   multi_part_ = parts.size() > 1;
-  written_.clear();
   if (multi_part_) {
     AddCmsMultiBitfield(&req, parts);
   } else {
@@ -136,49 +209,36 @@ void CmsPlan::OnMain(StepReplies& r, PlanStep* step) {
   if (!CollectValues(r, &values, &error)) return Finish(step, std::move(error));
   switch (command_) {
     case CmsCommand::kIncrBy:
-      return Finish(step, IncrByReply(values));
     case CmsCommand::kQuery:
-      return Finish(step, QueryReply(values));
+      return FinishItems(values, step);
     default:
       return Finish(step, InfoReply(values));
   }
 }
 
-// The minimum of each item's cells, in item order (for INCRBY after its own increments).
-static std::vector<int64_t> Minima(const std::vector<int64_t>& values,
-                                   const std::vector<size_t>& positions, size_t items,
-                                   uint64_t depth) {
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < items; ++i) {
-    int64_t min = kCmsCellMax;
-    for (uint64_t row = 0; row < depth; ++row) {
-      min = std::min(min, values[positions[i * depth + row]]);
-    }
-    out.push_back(min);
-  }
-  return out;
-}
-
-std::string CmsPlan::IncrByReply(const std::vector<int64_t>& values) const {
+std::string CmsPlan::ItemsReply(const std::vector<int64_t>& minima, size_t first,
+                                size_t count) const {
   std::string out;
-  protocol::AppendArrayHeader(&out, static_cast<int64_t>(items_.size()));
-  for (int64_t min : Minima(values, positions_, items_.size(), meta_->depth)) {
-    if (min >= kCmsCellMax) {
+  protocol::AppendArrayHeader(&out, static_cast<int64_t>(count));
+  for (size_t i = first; i < first + count; ++i) {
+    // INCRBY's element for a saturated item is an error; QUERY shows the count.
+    if (command_ == CmsCommand::kIncrBy && minima[i] >= kCmsCellMax) {
       out += kCmsErrIncrByOverflow;
     } else {
-      protocol::AppendInteger(&out, min);
+      protocol::AppendInteger(&out, minima[i]);
     }
   }
   return out;
 }
 
-std::string CmsPlan::QueryReply(const std::vector<int64_t>& values) const {
-  std::string out;
-  protocol::AppendArrayHeader(&out, static_cast<int64_t>(items_.size()));
-  for (int64_t min : Minima(values, positions_, items_.size(), meta_->depth)) {
-    protocol::AppendInteger(&out, min);
+void CmsPlan::FinishItems(const std::vector<int64_t>& values, PlanStep* step) {
+  const std::vector<int64_t> minima = Minima(values, positions_, items_.size(), meta_->depth);
+  // (The runner sends a plan of one member its final reply.)
+  if (members_.size() <= 1) return Finish(step, ItemsReply(minima, 0, items_.size()));
+  for (const PlanMember& m : members_) {
+    member_replies_.push_back(ItemsReply(minima, m.start, m.count));
   }
-  return out;
+  Finish(step, std::string());
 }
 
 std::string CmsPlan::InfoReply(const std::vector<int64_t>& values) const {

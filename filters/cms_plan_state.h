@@ -30,9 +30,10 @@ struct Fetched {
 class CmsPlan : public Plan {
  public:
   CmsPlan(const CmsRequest& request, std::string parse_error, CmsCache* cache,
-          const CmsConfig* config);
+          const CmsConfig* config, std::vector<PlanMember> members = {});
 
   void Start(PlanStep* step) override;
+  const std::vector<std::string>& MemberReplies() const override { return member_replies_; }
   void OnReplies(StepReplies& r, PlanStep* step) override;
 
  private:
@@ -66,8 +67,9 @@ class CmsPlan : public Plan {
   bool StillTheSketch(StepReplies& r, size_t at, std::string* error) const;
   // The integers the BITFIELD replies of the main step hold, in request order.
   bool CollectValues(StepReplies& r, std::vector<int64_t>* values, std::string* error);
-  std::string IncrByReply(const std::vector<int64_t>& values) const;
-  std::string QueryReply(const std::vector<int64_t>& values) const;
+  // The reply of the items [first, first + count).
+  std::string ItemsReply(const std::vector<int64_t>& minima, size_t first, size_t count) const;
+  void FinishItems(const std::vector<int64_t>& values, PlanStep* step);
   std::string InfoReply(const std::vector<int64_t>& values) const;
 
   // --- MERGE (cms_plan_merge.cc) ----------------------------------------------------------
@@ -107,18 +109,27 @@ class CmsPlan : public Plan {
   // The main step: its BITFIELD replies' integers, concatenated in request order, hold the
   // value of row r of item i at positions_[i * depth + r].
   void PlanCells(bool write, std::vector<CmsPartOps>* parts);
+  void EncodeOnePart(bool write, std::string* out);
   std::vector<size_t> positions_;
   size_t values_expected_ = 0;
   size_t first_bitfield_ = 0;
   bool multi_part_ = false;
   size_t validation_at_ = 0;
   std::vector<std::string> written_;  // parts the step wrote (for the cleanup)
+  // Coalesced commands (MakeCmsBatchPlan) and their replies once done.
+  std::vector<PlanMember> members_;
+  std::vector<std::string> member_replies_;
 
   // MERGE: per name fetched, the reply index of its first read (its parts for a source, part
   // 0's header for a destination that is no source).
   std::vector<size_t> read_at_;
-  bool ReadSketch(StepReplies& r, size_t j, CmsSketch* sketch, std::string* version,
-                  std::string* error) const;
+  bool IsSource(size_t j) const;
+  bool ReadSketch(const std::vector<std::string_view>& parts, size_t j, CmsSketch* sketch,
+                  std::string* version, std::string* error) const;
+  // A destination that changes between the read and the write makes MERGE read again.
+  static constexpr int kMaxMergeRestarts = 50;
+  int merge_restarts_ = 0;
+  size_t merge_keys_ = 0;  // the keys the read script reads
   std::vector<std::pair<std::string, std::string>> DestParts(const CmsSketch& merged,
                                                              std::string_view version) const;
   std::vector<size_t> source_of_;  // per source: its index in names_

@@ -10,10 +10,12 @@
 namespace bloomproxy::filters {
 namespace {
 
+// KEYS[1]: the name; KEYS[2]: its sketch marker (a hash without it is no sketch, whatever its
+// fields).
 constexpr std::string_view kFetch = R"lua(
 local t = redis.call('TYPE', KEYS[1]).ok
 if t == 'none' then return 0 end
-if t ~= 'hash' then return 1 end
+if t ~= 'hash' or redis.call('EXISTS', KEYS[2]) == 0 then return 1 end
 return redis.call('HMGET', KEYS[1], 'cms', 'id', 'width', 'depth', 'part')
 )lua";
 
@@ -25,7 +27,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 for i = 3, #KEYS do redis.call('SETRANGE', KEYS[i], tonumber(ARGV[i + 2]) - 1, '\0') end
 redis.call('HSET', KEYS[1], 'cms', '1', 'id', ARGV[1], 'width', ARGV[2], 'depth', ARGV[3],
            'part', ARGV[4])
-redis.call('SET', KEYS[2], 'cms')
+redis.call('SET', KEYS[2], '1')
 return 1
 )lua";
 
@@ -45,8 +47,19 @@ constexpr std::string_view kCleanup = R"lua(
 if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('HGET', KEYS[1], 'id') == ARGV[1] then
   return 0
 end
-redis.call('UNLINK', unpack(KEYS, 2))
+for i = 2, #KEYS, 1000 do redis.call('UNLINK', unpack(KEYS, i, math.min(i + 999, #KEYS))) end
 return 1
+)lua";
+
+// KEYS: the keys to read; ARGV[i]: 'h' for the header of KEYS[i], anything else for all of it.
+constexpr std::string_view kMergeRead = R"lua(
+local out = {}
+for i, k in ipairs(KEYS) do
+  if ARGV[i] == 'h' then out[i] = redis.call('GETRANGE', k, 0, 15)
+  else out[i] = redis.call('GET', k) end
+  if not out[i] then out[i] = '' end
+end
+return out
 )lua";
 
 // ARGV[1]: n, the sketches checked; KEYS[i], KEYS[n + i], ARGV[1 + i], ARGV[1 + n + i]: sketch
@@ -83,14 +96,23 @@ std::string_view CmsCreateScript() { return kCreate; }
 std::string_view CmsMultiBitfieldScript() { return kMultiBitfield; }
 std::string_view CmsCleanupScript() { return kCleanup; }
 std::string_view CmsMergeCommitScript() { return kMergeCommit; }
+std::string_view CmsMergeReadScript() { return kMergeRead; }
+
+void AddCmsMergeRead(Requests* req, const std::vector<std::string>& keys,
+                     const std::vector<bool>& header, protocol::UpstreamKind upstream) {
+  std::vector<std::string> argv;
+  for (bool h : header) argv.emplace_back(h ? "h" : "g");
+  AddEval(req, upstream == protocol::UpstreamKind::kShardingProxy ? "EVAL" : "EVAL_RO", kMergeRead,
+          keys, argv);
+}
 
 void AddCmsFetch(Requests* req, std::string_view name, protocol::UpstreamKind upstream) {
   const bool ro = upstream != protocol::UpstreamKind::kShardingProxy;
-  req->Add({ro ? "EVAL_RO" : "EVAL", kFetch, "1", name});
+  req->Add({ro ? "EVAL_RO" : "EVAL", kFetch, "2", name, CmsMarkerKey(DataKeyPrefix(name), name)});
 }
 
 void AddCmsCreate(Requests* req, std::string_view name, const CmsMeta& meta) {
-  std::vector<std::string> keys = {std::string(name), MarkerKey(meta.prefix, name)};
+  std::vector<std::string> keys = {std::string(name), CmsMarkerKey(meta.prefix, name)};
   std::vector<std::string> argv = {meta.id, U64(meta.width), U64(meta.depth), U64(meta.part_cells)};
   for (uint64_t p = 0; p < meta.Parts(); ++p) {
     keys.push_back(meta.PartKey(p));

@@ -14,8 +14,9 @@
 
 namespace bloomproxy::filters {
 
-// What `name` holds, atomically: 0 (nothing), 1 (not a hash), or HMGET of the sketch fields
-// (CmsMetaFromHmget). Touches nothing but the hash, as RedisBloom's lookup would.
+// What `name` holds, atomically: 0 (nothing), 1 (not a hash, or a hash without the sketch's
+// marker), or HMGET of the sketch fields (CmsMetaFromHmget). Touches nothing but the hash, as
+// RedisBloom's lookup would.
 void AddCmsFetch(Requests* req, std::string_view name, protocol::UpstreamKind upstream);
 
 // Creates `meta`'s sketch at `name` unless the name holds anything: 1 created, 0 exists.
@@ -35,6 +36,11 @@ void AddCmsMultiBitfield(Requests* req, const std::vector<CmsPartOps>& parts);
 void AddCmsCleanup(Requests* req, std::string_view name, std::string_view id,
                    const std::vector<std::string>& parts);
 
+// MERGE's read: every key of `keys` at one instant, GET of the whole key, or (header[i]) its
+// first kCmsHeaderBytes bytes. Replies an array of bulk strings (nil for a missing key).
+void AddCmsMergeRead(Requests* req, const std::vector<std::string>& keys,
+                     const std::vector<bool>& header, protocol::UpstreamKind upstream);
+
 // MERGE's write: each `checked` sketch (name, id, part 0's key, the version read) must be
 // unchanged, then `writes` (key, full content) are written over the destination's parts (their
 // expiry kept). Replies 1, or 0 when a sketch changed (nothing written).
@@ -53,5 +59,6 @@ std::string_view CmsCreateScript();
 std::string_view CmsMultiBitfieldScript();
 std::string_view CmsCleanupScript();
 std::string_view CmsMergeCommitScript();
+std::string_view CmsMergeReadScript();
 
 }  // namespace bloomproxy::filters

@@ -75,4 +75,11 @@ std::string MarkerKey(std::string_view prefix, std::string_view name) {
   return key;
 }
 
+std::string CmsMarkerKey(std::string_view prefix, std::string_view name) {
+  std::string out(prefix);
+  out += ":cms:m:";
+  out += name;
+  return out;
+}
+
 }  // namespace bloomproxy::filters

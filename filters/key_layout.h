@@ -48,5 +48,8 @@ std::string BitsKey(std::string_view prefix, std::string_view id, size_t link, s
 std::string CountKey(std::string_view prefix, std::string_view id, size_t link);
 // The marker of the filter named `name`, whose data-key prefix is `prefix`.
 std::string MarkerKey(std::string_view prefix, std::string_view name);
+// The marker of the count-min sketch named `name` ({users}:cms:m:users): a key of its own, so
+// that TYPE tells the two apart with EXISTS, which touches nothing.
+std::string CmsMarkerKey(std::string_view prefix, std::string_view name);
 
 }  // namespace bloomproxy::filters

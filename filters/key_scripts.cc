@@ -20,9 +20,16 @@ local function sketch_parts(p, id, width, depth, part)
   for i = 0, math.ceil(width * depth / part) - 1 do keys[#keys + 1] = p .. ':cms:' .. id .. ':' .. i end
   return keys
 end
+local function unlink_all(m, keys)
+  redis.call('UNLINK', m)
+  for i = 1, #keys, 1000 do redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys))) end
+end
 local function filter_at(k, p)
   local m = p .. ':bf:m:' .. k
-  if redis.call('EXISTS', m) == 0 then return nil, nil end
+  if redis.call('EXISTS', m) == 0 then
+    m = p .. ':cms:m:' .. k
+    if redis.call('EXISTS', m) == 0 then return nil, nil end
+  end
   if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
   local names = {'bloomproxy', 'id', 'shard'}
   for i = 0, 63 do names[#names + 1] = 'l' .. i end
@@ -52,26 +59,41 @@ local function filter_at(k, p)
 end
 )lua";
 
-// TYPE. KEYS[1]: the key; KEYS[2]: its marker. RedisBloom's module type names: "MBbloom--" for
-// a filter, "CMSk-TYPE" for a count-min sketch (marker "cms"); else Redis's answer. Touches
-// nothing but the marker.
+// TYPE. KEYS[1]: the key; KEYS[2], KEYS[3]: its filter and sketch markers. RedisBloom's module
+// type names, "MBbloom--" for a filter and "CMSk-TYPE" for a count-min sketch; else Redis's
+// answer. Touches nothing.
 constexpr std::string_view kTypeScript = R"lua(
 local t = redis.call('TYPE', KEYS[1]).ok
-if t == 'hash' then
-  local m = redis.call('GET', KEYS[2])
-  if m == 'cms' then return {ok = 'CMSk-TYPE'} end
-  if m then return {ok = 'MBbloom--'} end
-end
+if t == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then return {ok = 'MBbloom--'} end
+if t == 'hash' and redis.call('EXISTS', KEYS[3]) == 1 then return {ok = 'CMSk-TYPE'} end
 return {ok = t}
 )lua";
 
-// COPY. KEYS[1], KEYS[2]: source and destination; KEYS[3]: the source's marker. ARGV: the
-// command. A count-min sketch cannot be copied: RedisBloom's type has no copy callback.
+// COPY. KEYS[1], KEYS[2]: source and destination; KEYS[3]: the source's sketch marker. ARGV:
+// the command. A count-min sketch cannot be copied (RedisBloom's type has no copy callback), an
+// error Redis gives only once the options parse, the source is not the destination and the
+// destination is free or REPLACE is given; before that, Redis's own reply (COPY itself, which
+// then copies nothing).
 constexpr std::string_view kCopyScript = R"lua(
-if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('GET', KEYS[3]) == 'cms' then
-  return {err = 'ERR not supported for this module key'}
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' or redis.call('EXISTS', KEYS[3]) == 0 then
+  return redis.pcall(unpack(ARGV))
 end
-return redis.pcall(unpack(ARGV))
+local replace, db, i = false, nil, 4
+while i <= #ARGV do
+  local a = string.lower(ARGV[i])
+  if a == 'replace' then replace, i = true, i + 1
+  elseif a == 'db' and ARGV[i + 1] then db, i = ARGV[i + 1], i + 2
+  else return redis.pcall(unpack(ARGV)) end
+end
+if db == nil and KEYS[1] == KEYS[2] then return redis.pcall(unpack(ARGV)) end
+if not replace then
+  if db then
+    local selected = redis.pcall('SELECT', db)
+    if type(selected) == 'table' and selected.err then return redis.pcall(unpack(ARGV)) end
+  end
+  if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+end
+return {err = 'ERR not supported for this module key'}
 )lua";
 
 // DEL, UNLINK. KEYS: the command's keys. ARGV[1]: DEL or UNLINK; ARGV[1 + i]: the data-key
@@ -84,7 +106,7 @@ for i, k in ipairs(KEYS) do
   local r = redis.pcall(ARGV[1], k)
   if type(r) == 'table' then return r end
   removed = removed + r
-  if m and r == 1 then redis.call('UNLINK', m, unpack(data or {})) end
+  if m and r == 1 then unlink_all(m, data or {}) end
 end
 return removed
 )lua";
@@ -120,14 +142,15 @@ if KEYS[1] ~= KEYS[2] then md, dst = filter_at(KEYS[2], ARGV[2]) end
 local r = redis.pcall(unpack(ARGV, 3))
 if type(r) == 'table' and r.err then return r end
 if KEYS[1] == KEYS[2] or (type(r) ~= 'table' and r ~= 1) then return r end
-if md then redis.call('UNLINK', md, unpack(dst or {})) end
+if md then unlink_all(md, dst or {}) end
 if ms then
   if src then
     for _, d in ipairs(src) do
       local moved = ARGV[2] .. string.sub(d, #ARGV[1] + 1)
       if moved ~= d and redis.call('EXISTS', d) == 1 then redis.call('RENAME', d, moved) end
     end
-    redis.call('RENAME', ms, ARGV[2] .. ':bf:m:' .. KEYS[2])
+    local kind = string.sub(ms, #ARGV[1] + 1, #ms - #KEYS[1])
+    redis.call('RENAME', ms, ARGV[2] .. kind .. KEYS[2])
   else
     redis.call('UNLINK', ms)
   end
@@ -203,14 +226,19 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
   const std::string count_storage = std::to_string(kind == Kind::kDelete   ? args.size() - 1
                                                    : kind == Kind::kRename ? 2
                                                    : kind == Kind::kCopy   ? 3
-                                                   : kind == Kind::kType   ? 2
+                                                   : kind == Kind::kType   ? 3
                                                                            : 1);
-  std::string marker;
+  std::string marker, cms_marker;
   switch (kind) {
     case Kind::kType:
       marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
-      out = {upstream == protocol::UpstreamKind::kShardingProxy ? "EVAL" : "EVAL_RO", TypeScript(),
-             count_storage, args[1], marker};
+      cms_marker = CmsMarkerKey(DataKeyPrefix(args[1]), args[1]);
+      out = {upstream == protocol::UpstreamKind::kShardingProxy ? "EVAL" : "EVAL_RO",
+             TypeScript(),
+             count_storage,
+             args[1],
+             marker,
+             cms_marker};
       break;
     case Kind::kDelete:
       for (size_t i = 1; i < args.size(); ++i) prefixes.push_back(DataKeyPrefix(args[i]));
@@ -228,8 +256,8 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
       out = {"EVAL", RenameScript(), count_storage, args[1], args[2]};
       break;
     case Kind::kCopy:
-      marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
-      out = {"EVAL", kCopyScript, count_storage, args[1], args[2], marker};
+      cms_marker = CmsMarkerKey(DataKeyPrefix(args[1]), args[1]);
+      out = {"EVAL", kCopyScript, count_storage, args[1], args[2], cms_marker};
       out.insert(out.end(), args.begin(), args.end());
       break;
     case Kind::kNone:

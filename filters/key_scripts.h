@@ -1,8 +1,9 @@
-// Key commands on a filter's name. A filter lives in several keys (its name, a hash of
-// metadata; data keys of bits and counts; a marker, see key_layout.h), and DEL, UNLINK, EXPIRE,
-// PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, RENAME, RENAMENX and TYPE must see it whole. Each runs
-// as one Lua script that does the client's command and, for every key that is a filter, the
-// same to its data keys and marker, atomically:
+// Key commands on a filter's or a count-min sketch's name. A structure lives in several keys (its
+// name, a hash of metadata; data keys of bits and counts, or of cells; a marker, see
+// key_layout.h and cms_meta.h), and DEL, UNLINK, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST,
+// RENAME, RENAMENX, TYPE and COPY (refused for a sketch, as RedisBloom does) must see it whole.
+// Each runs as one Lua script that does the client's command and, for every key that is a filter,
+// the same to its data keys and marker, atomically:
 //
 //   client:   DEL a f b
 //   upstream: EVAL <del script> 3 a f b DEL <prefix of a> <prefix of f> <prefix of b>

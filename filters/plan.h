@@ -56,6 +56,15 @@ class StepReplies {
   std::vector<std::unique_ptr<std::vector<int64_t>>> ints_;
 };
 
+// One command of several coalesced into one plan: its items are items[start, start + count),
+// and it is a multi-item command (BF.MADD / BF.MEXISTS / CMS.*: an array reply) or a
+// single-item one.
+struct PlanMember {
+  size_t start = 0;
+  size_t count = 0;
+  bool multi = false;
+};
+
 struct PlanStep {
   std::string requests;  // RESP requests to send upstream, in order
   size_t replies = 0;    // how many replies they produce

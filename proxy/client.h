@@ -23,6 +23,7 @@
 #include "filters/bf_plan.h"
 #include "protocol/command_table.h"
 #include "protocol/request_parser.h"
+#include "proxy/batch.h"
 #include "proxy/buffer.h"
 #include "proxy/output.h"
 
@@ -33,7 +34,8 @@ class CommandAcl;
 class PlanRunner;
 class ReplySink;
 class Server;
-struct BfBatch;
+struct SketchBatch;
+
 class UpstreamConn;
 class UpstreamPool;
 
@@ -66,6 +68,7 @@ enum class Hook : uint8_t {
   kCommandAll,    // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
   kCommandCount,  // COMMAND COUNT: plus the BF.* commands
   kCommandInfo,   // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
+  kHideKeys,      // KEYS (`arg` 0) or SCAN (1): filters' and sketches' internal keys taken out
   kClusterSlots,  // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
 };
 
@@ -399,6 +402,8 @@ class Client {
   // BF.* commands (filters/bf_plan.h); kForward when the command is not one.
   Dispatched HandleFilterCommand(const protocol::Command& cmd);
   Dispatched HandleCmsCommand(const protocol::Command& cmd);
+  // KEYS and SCAN (while sketches are emulated): their reply loses the internal keys.
+  void HideInternalKeys(const protocol::Command& cmd, Pending* slot) const;
   // A key command that must act on whole filters (DEL, EXPIRE, RENAME, TYPE, ...): *request gets
   // the Lua script request that runs it (filters/key_scripts.h). False for other commands.
   bool RewriteKeyCommand(const protocol::Command& cmd, std::string* request);
@@ -411,8 +416,14 @@ class Client {
   Pending* NewPlanSlot(UpstreamConn* target);
   // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
   Dispatched JoinBatch(const filters::BfRequest& request, bool exists);
+  // Joins this loop turn's batch of `kind` on `key` with one command's items (and increments).
+  Dispatched JoinAnyBatch(BatchKind kind, std::string_view key,
+                          const std::vector<std::string_view>& items,
+                          const std::vector<uint64_t>& increments, bool multi);
   // True when `cmd` would join the batch this client has open (so it need not wait for it).
   bool JoinsRunningBatches(const protocol::Command& cmd) const;
+  // The batch a command joins (BF.ADD/MADD/EXISTS/MEXISTS, CMS.INCRBY/QUERY); false for others.
+  bool BatchKindOf(const protocol::Command& cmd, BatchKind* kind) const;
 
   // Metrics (client.cc): the command Dispatch is handling, counted once its reply is complete.
   // Its reply slot takes it over (NewSlot), or a reply written at once counts it then.
@@ -536,7 +547,7 @@ class Client {
   int batch_members_ = 0;  // of which batch members
   // The batches the running members are in: same kind, filter and connection (a client's
   // further BF.ADDs to the same filter may join later batches without waiting).
-  bool batch_exists_ = false;
+  BatchKind batch_kind_ = BatchKind::kBfAdd;
   std::string batch_key_;
   UpstreamConn* batch_conn_ = nullptr;
   std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight

@@ -149,7 +149,9 @@ Client::Dispatched Client::FanOut(const Command& cmd, const Route& route) {
     parts[i].dedicated = route.conn == protocol::Conn::kDedicated;
     parts[i].up_to_date = route.effect == protocol::Effect::kWait;
   }
-  SplitRequest::Run(server_, NewRoutedSlot(), shared_slot_, std::move(parts), route.merge, 0);
+  Pending* slot = NewRoutedSlot();
+  HideInternalKeys(cmd, slot);
+  SplitRequest::Run(server_, slot, shared_slot_, std::move(parts), route.merge, 0);
   return Dispatched::kDone;
 }
 
@@ -178,8 +180,10 @@ Client::Dispatched Client::ScanMasters(const Command& cmd) {
   parts[0].pool = masters[node];
   parts[0].slot = server_->router().OtherSlotOf(masters[node], -1);
   protocol::AppendCommand(&parts[0].request, args);
-  SplitRequest::Run(server_, NewRoutedSlot(), shared_slot_, std::move(parts),
-                    protocol::Merge::kNone, 0, static_cast<int>(node), masters.size());
+  Pending* slot = NewRoutedSlot();
+  HideInternalKeys(cmd, slot);
+  SplitRequest::Run(server_, slot, shared_slot_, std::move(parts), protocol::Merge::kNone, 0,
+                    static_cast<int>(node), masters.size());
   return Dispatched::kDone;
 }
 

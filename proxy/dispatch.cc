@@ -205,6 +205,11 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
 }
 
 void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoing* out) {
+  if ((name == "keys" || name == "scan") && server_->emulated() != 0) {
+    out->hook = Hook::kHideKeys;
+    out->arg = name == "scan" ? 1 : 0;
+    return;
+  }
   if (name == "info") {
     out->hook = Hook::kInfo;
     out->arg = InfoWantsProxySection(cmd);

@@ -5,6 +5,7 @@
 #include "filters/cms_plan.h"
 #include "filters/key_layout.h"
 #include "protocol/errors.h"
+#include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
@@ -35,6 +36,7 @@ bool Writes(BfCommand c) {
 }  // namespace
 
 void Client::OnPlanDone(Pending* slot, std::string reply) {
+  if (slot->hook == Hook::kHideKeys) reply = protocol::HideInternalKeys(reply, slot->arg != 0);
   if (slot->hook != Hook::kNone) ApplyHook(slot, reply);
   slot->done = true;
   if (!slot->suppress) slot->data = std::move(reply);
@@ -108,12 +110,34 @@ Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {
       return Dispatched::kDone;
     }
   }
+  // INCRBY and QUERY join this loop turn's batch on the sketch (one BITFIELD for all); a
+  // command with an error still to report after the key check runs alone.
+  if (error.empty() && request.command == filters::CmsCommand::kQuery) {
+    return JoinAnyBatch(BatchKind::kCmsQuery, request.key, request.items, {}, true);
+  }
+  if (error.empty() && request.command == filters::CmsCommand::kIncrBy) {
+    std::vector<std::string_view> items;
+    std::vector<uint64_t> increments;
+    for (const filters::CmsIncrement& inc : request.increments) {
+      items.push_back(inc.item);
+      increments.push_back(inc.value);
+    }
+    return JoinAnyBatch(BatchKind::kCmsIncrBy, request.key, items, increments, true);
+  }
   const bool writes = request.command != filters::CmsCommand::kQuery &&
                       request.command != filters::CmsCommand::kInfo;
   return StartPlan(request.key,
                    filters::MakeCmsPlan(request, std::move(error), &server_->cms_cache(),
                                         &server_->cms_config()),
                    writes);
+}
+
+void Client::HideInternalKeys(const Command& cmd, Pending* slot) const {
+  if (server_->emulated() == 0) return;
+  if (IEquals(cmd.args[0], "keys") || IEquals(cmd.args[0], "scan")) {
+    slot->hook = Hook::kHideKeys;
+    slot->arg = IEquals(cmd.args[0], "scan") ? 1 : 0;
+  }
 }
 
 bool Client::RewriteKeyCommand(const Command& cmd, std::string* request) {
@@ -131,11 +155,24 @@ bool Client::JoinsRunningBatches(const Command& cmd) const {
   // a later batch's bits are written after an earlier one's (same connection, in order), so
   // the client's commands still take effect in order.
   if (batch_members_ != running_plans_ || cmd.args.size() < 3) return false;
+  BatchKind kind;
+  return BatchKindOf(cmd, &kind) && kind == batch_kind_ && cmd.args[1] == batch_key_;
+}
+
+bool Client::BatchKindOf(const Command& cmd, BatchKind* kind) const {
   BfCommand bf;
-  if (!filters::LookupBfCommand(cmd.args[0], &bf)) return false;
-  const bool exists = bf == BfCommand::kExists || bf == BfCommand::kMExists;
-  const bool add = bf == BfCommand::kAdd || bf == BfCommand::kMAdd;
-  return (exists || add) && exists == batch_exists_ && cmd.args[1] == batch_key_;
+  filters::CmsCommand cms;
+  if (server_->bf_emulate() && filters::LookupBfCommand(cmd.args[0], &bf)) {
+    if (bf == BfCommand::kExists || bf == BfCommand::kMExists) *kind = BatchKind::kBfExists;
+    if (bf == BfCommand::kAdd || bf == BfCommand::kMAdd) *kind = BatchKind::kBfAdd;
+    return bf == BfCommand::kExists || bf == BfCommand::kMExists || bf == BfCommand::kAdd ||
+           bf == BfCommand::kMAdd;
+  }
+  if (server_->cms_emulate() && filters::LookupCmsCommand(cmd.args[0], &cms)) {
+    *kind = cms == filters::CmsCommand::kIncrBy ? BatchKind::kCmsIncrBy : BatchKind::kCmsQuery;
+    return cms == filters::CmsCommand::kIncrBy || cms == filters::CmsCommand::kQuery;
+  }
+  return false;
 }
 
 UpstreamConn* Client::PlanConnection(std::string_view key, bool writes, Dispatched* result) {
@@ -154,29 +191,38 @@ Pending* Client::NewPlanSlot(UpstreamConn* target) {
 }
 
 Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exists) {
+  const bool multi = request.command == BfCommand::kMAdd || request.command == BfCommand::kMExists;
+  return JoinAnyBatch(exists ? BatchKind::kBfExists : BatchKind::kBfAdd, request.key, request.items,
+                      {}, multi);
+}
+
+Client::Dispatched Client::JoinAnyBatch(BatchKind kind, std::string_view key,
+                                        const std::vector<std::string_view>& items,
+                                        const std::vector<uint64_t>& increments, bool multi) {
+  const bool writes = kind == BatchKind::kBfAdd || kind == BatchKind::kCmsIncrBy;
   Dispatched result = Dispatched::kDone;
-  UpstreamConn* target = PlanConnection(request.key, !exists, &result);
+  UpstreamConn* target = PlanConnection(key, writes, &result);
   if (target == nullptr) return result;
-  if (batch_members_ > 0 &&
-      (batch_exists_ != exists || batch_key_ != request.key || batch_conn_ != target)) {
+  if (batch_members_ > 0 && (batch_kind_ != kind || batch_key_ != key || batch_conn_ != target)) {
     Pause(kPausePlan);
     return Dispatched::kRetryLater;
   }
-  BfBatch* batch = server_->OpenBatch(exists, request.key, target);
+  SketchBatch* batch = server_->OpenBatch(kind, key, target);
   Pending* p = NewPlanSlot(target);
   p->in_flight = true;
   p->batch_member = true;
-  if (!exists && target->shared()) p->MarkSharedWrite();
+  if (writes && target->shared()) p->MarkSharedWrite();
   if (batch_members_++ == 0) {
-    batch_exists_ = exists;
-    batch_key_.assign(request.key);
+    batch_kind_ = kind;
+    batch_key_.assign(key);
     batch_conn_ = target;
   }
   filters::BfMember member;
   member.start = batch->items.size();
-  member.count = request.items.size();
-  member.multi = request.command == BfCommand::kMAdd || request.command == BfCommand::kMExists;
-  batch->items.insert(batch->items.end(), request.items.begin(), request.items.end());
+  member.count = items.size();
+  member.multi = multi;
+  batch->items.insert(batch->items.end(), items.begin(), items.end());
+  batch->increments.insert(batch->increments.end(), increments.begin(), increments.end());
   batch->members.push_back(member);
   batch->slots.push_back(p);
   return Dispatched::kDone;

@@ -1,10 +1,11 @@
 // What upstream replies change besides being forwarded: connection state the proxy follows
 // (Hook), pub/sub pushes, and the replies the proxy completes (INFO's "# Proxy" section, the
-// BF.* entries of COMMAND).
+// BF.* entries of COMMAND, KEYS and SCAN without internal keys).
 #include <algorithm>
 #include <cctype>
 
 #include "protocol/encoder.h"
+#include "protocol/internal_keys.h"
 #include "protocol/reply_framer.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
@@ -36,6 +37,8 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       slot->data.append(AddBfCommands(slot->hook, frame));
     } else if (slot->hook == Hook::kCommandInfo && !is_error) {
       slot->data.append(FillBfCommandInfo(slot->arg, frame));
+    } else if (slot->hook == Hook::kHideKeys && !is_error) {
+      slot->data.append(protocol::HideInternalKeys(frame, slot->arg != 0));
     } else if (slot->hook == Hook::kExec && !queued_entries_.empty() && !is_error) {
       slot->data.append(CompleteExec(slot, frame));
     } else if (!replies_.empty() && replies_.front() == slot) {

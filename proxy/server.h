@@ -15,6 +15,7 @@
 #include "filters/cms_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/acl.h"
+#include "proxy/batch.h"
 #include "proxy/metrics.h"
 #include "proxy/tls.h"
 #include "proxy/upstream.h"
@@ -25,18 +26,6 @@ class AdminServer;
 class Client;
 class ClusterRouter;
 struct Pending;
-
-// BF.ADD/MADD (or BF.EXISTS/MEXISTS) commands on one filter, gathered during one loop turn from
-// any number of clients, that go upstream as one plan when the turn ends: one BITFIELD per
-// shard for all their items instead of one per command.
-struct BfBatch {
-  bool exists = false;  // BF.EXISTS/MEXISTS, else BF.ADD/MADD
-  std::string key;
-  UpstreamConn* conn = nullptr;
-  std::vector<std::string> items;
-  std::vector<filters::BfMember> members;
-  std::vector<Pending*> slots;  // one per member
-};
 
 // What the proxy learned about the upstream from INFO (for HELLO and INFO).
 struct UpstreamInfo {
@@ -131,7 +120,7 @@ class Server {
   void WaitForSharedWrites(Client* c);
 
   // The batch of this loop turn for (kind, key, conn), created if there is none yet.
-  BfBatch* OpenBatch(bool exists, std::string_view key, UpstreamConn* conn);
+  SketchBatch* OpenBatch(BatchKind kind, std::string_view key, UpstreamConn* conn);
 
  private:
   static void OnConnection(uv_stream_t* listener, int status);
@@ -197,7 +186,7 @@ class Server {
   filters::FilterCache filter_cache_;
   filters::CmsConfig cms_config_;
   filters::CmsCache cms_cache_;
-  std::vector<std::unique_ptr<BfBatch>> batches_;  // open during this loop turn
+  std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   bool shutting_down_ = false;
   bool stopped_ = false;
 };

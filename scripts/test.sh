@@ -3,7 +3,7 @@
 # unit tests and integration tests against real redis-server processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --tests
 scripts/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)" --timeout 600 "$@"

@@ -66,12 +66,16 @@ def test_replies_of_many_types_are_byte_exact(bp, redis_instance):
     assert replies[12] == b"$-1\r\n"
 
 
-BF_COMMANDS = 10  # BF.RESERVE ADD MADD INSERT EXISTS MEXISTS INFO CARD SCANDUMP LOADCHUNK
+BF_NAMES = (b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists", b"bf.mexists",
+            b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk")
+CMS_NAMES = (b"cms.initbydim", b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge",
+             b"cms.info")
+BF_COMMANDS = len(BF_NAMES) + len(CMS_NAMES)
 
 
 def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
-    """The upstream's COMMAND table, byte for byte, followed by the BF.* entries the proxy
-    answers itself (bf-mode emulate, the default)."""
+    """The upstream's COMMAND table, byte for byte, followed by the BF.* and CMS.* entries the
+    proxy answers itself (bf-mode and cms-mode emulate, the default)."""
     (direct,) = replies_of(redis_instance.port, cmd("COMMAND"), 1)
     (via_proxy,) = replies_of(bp.port, cmd("COMMAND"), 1)
     header_end = direct.index(b"\r\n") + 2
@@ -80,8 +84,7 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
     assert via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)):].startswith(
         direct[header_end:])
     extra = via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)) + len(direct) - header_end:]
-    for name in (b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists",
-                 b"bf.mexists", b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk"):
+    for name in BF_NAMES + CMS_NAMES:
         assert b"$%d\r\n%s\r\n" % (len(name), name) in extra
     (count,) = replies_of(bp.port, cmd("COMMAND", "COUNT"), 1)
     assert count == b":%d\r\n" % (upstream_count + BF_COMMANDS)
@@ -90,9 +93,23 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
 
 
 def test_command_table_is_upstreams_in_forward_mode(proxy, redis_instance):
-    p = proxy("--bf-mode", "forward")
+    p = proxy("--bf-mode", "forward", "--cms-mode", "forward")
     for payload in (cmd("COMMAND"), cmd("COMMAND", "COUNT"), cmd("COMMAND", "DOCS", "get")):
         assert replies_of(p.port, payload, 1) == replies_of(redis_instance.port, payload, 1)
+
+
+def test_command_table_adds_only_the_emulated_family(proxy, redis_instance):
+    (direct,) = replies_of(redis_instance.port, cmd("COMMAND", "COUNT"), 1)
+    for args, names, absent in ((("--bf-mode", "forward"), CMS_NAMES, BF_NAMES),
+                                (("--cms-mode", "forward"), BF_NAMES, CMS_NAMES)):
+        p = proxy(*args)
+        (count,) = replies_of(p.port, cmd("COMMAND", "COUNT"), 1)
+        assert int(count[1:-2]) == int(direct[1:-2]) + len(names), args
+        (table,) = replies_of(p.port, cmd("COMMAND"), 1, timeout=20)
+        for name in names:
+            assert b"$%d\r\n%s\r\n" % (len(name), name) in table, (args, name)
+        for name in absent:
+            assert b"$%d\r\n%s\r\n" % (len(name), name) not in table, (args, name)
 
 
 def test_inline_commands_byte_exact(bp, redis_instance):

@@ -119,6 +119,7 @@ class CmsServer {
     if (script == CmsFetchScript()) {
       if (strings.count(keys[0])) return Int(1);
       if (!hashes.count(keys[0])) return Int(0);
+      if (!strings.count(keys[1])) return Int(1);  // a hash that is not marked
       return Reply({"HMGET", keys[0], "cms", "id", "width", "depth", "part"});
     }
     if (script == CmsCreateScript()) {
@@ -128,6 +129,14 @@ class CmsServer {
           {"cms", "1"}, {"id", argv[0]}, {"width", argv[1]}, {"depth", argv[2]}, {"part", argv[3]}};
       strings[keys[1]] = "cms";
       return Int(1);
+    }
+    if (script == CmsMergeReadScript()) {
+      std::string out = "*" + std::to_string(keys.size()) + "\r\n";
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const std::string& v = strings[keys[i]];
+        out += Bulk(argv[i] == "h" ? v.substr(0, 16) : v);
+      }
+      return out;
     }
     if (script == CmsMultiBitfieldScript()) {
       std::string out;
@@ -214,7 +223,7 @@ class CmsPlanTest : public ::testing::Test {
   size_t PartsOf(const std::string& name) {
     size_t n = 0;
     for (const auto& [key, value] : server_.strings) {
-      n += key.rfind("{" + name + "}:cms:", 0) == 0;
+      n += key.rfind("{" + name + "}:cms:", 0) == 0 && key.find(":cms:m:") == std::string::npos;
     }
     return n;
   }
@@ -262,6 +271,7 @@ TEST_F(CmsPlanTest, ReplacedSketchLeavesNoPartBehind) {
     server_.hashes["s"] = {
         {"cms", "1"}, {"id", "00000000000000ff"}, {"width", "10"}, {"depth", "2"}, {"part", "20"}};
     server_.strings["{s}:cms:00000000000000ff:0"].assign(16 + 80, '\0');
+    server_.strings["{s}:cms:m:s"] = "1";
   };
   EXPECT_EQ(Cms({"CMS.INCRBY", "s", "a", "5"}), "*1\r\n:5\r\n");
   EXPECT_EQ(server_.strings.count(old_part), 0u);
@@ -303,23 +313,48 @@ TEST_F(CmsPlanTest, MergeWithWeightsAgreesWithTheModel) {
   EXPECT_EQ(Cms({"CMS.INFO", "d"}), "*6\r\n+width\r\n:10\r\n+depth\r\n:3\r\n+count\r\n:13\r\n");
 }
 
-TEST_F(CmsPlanTest, MergeStartsOverWhenASourceChangesBeforeItsWrite) {
+TEST_F(CmsPlanTest, MergeStartsOverWhenTheDestinationChangesBeforeItsWrite) {
   ASSERT_EQ(Cms({"CMS.INITBYDIM", "a", "10", "2"}), "+OK\r\n");
   ASSERT_EQ(Cms({"CMS.INITBYDIM", "d", "10", "2"}), "+OK\r\n");
   ASSERT_EQ(Cms({"CMS.INCRBY", "a", "x", "1"}), "*1\r\n:1\r\n");
   int commits = 0;
   server_.before = [this, &commits](const std::vector<std::string>& c) {
     if (c[0] != "EVAL" || c[1] != CmsMergeCommitScript() || ++commits > 1) return;
-    // Another proxy's increment lands between the merge's read and its write.
-    CmsServer* s = &server_;
-    auto saved = s->before;
-    s->before = nullptr;
+    // Another proxy's increments land between the merge's read and its write: one of the source
+    // (alone it would not matter: the merge keeps the snapshot it read, as if it came first),
+    // one of the destination (the merge reads again, or that increment would be lost without
+    // the MERGE coming after it).
+    auto saved = server_.before;
+    server_.before = nullptr;
     EXPECT_EQ(Cms({"CMS.INCRBY", "a", "x", "1"}), "*1\r\n:2\r\n");
-    s->before = saved;
+    EXPECT_EQ(Cms({"CMS.INCRBY", "d", "y", "7"}), "*1\r\n:7\r\n");
+    server_.before = saved;
   };
   EXPECT_EQ(Cms({"CMS.MERGE", "d", "1", "a"}), "+OK\r\n");
   EXPECT_EQ(commits, 2);
-  EXPECT_EQ(Cms({"CMS.QUERY", "d", "x"}), "*1\r\n:2\r\n");
+  CmsSketch a = NewCmsSketch(10, 2);
+  CmsIncrBy(&a, "x", 2);
+  EXPECT_EQ(Cms({"CMS.QUERY", "d", "x", "y"}),
+            "*2\r\n" + Int(CmsQuery(a, "x")) + Int(CmsQuery(a, "y")));
+  EXPECT_EQ(Cms({"CMS.INFO", "d"}), "*6\r\n+width\r\n:10\r\n+depth\r\n:2\r\n+count\r\n:2\r\n");
+}
+
+TEST_F(CmsPlanTest, MergeKeepsItsSnapshotWhenOnlyASourceChanges) {
+  ASSERT_EQ(Cms({"CMS.INITBYDIM", "a", "10", "2"}), "+OK\r\n");
+  ASSERT_EQ(Cms({"CMS.INITBYDIM", "d", "10", "2"}), "+OK\r\n");
+  ASSERT_EQ(Cms({"CMS.INCRBY", "a", "x", "1"}), "*1\r\n:1\r\n");
+  int commits = 0;
+  server_.before = [this, &commits](const std::vector<std::string>& c) {
+    if (c[0] != "EVAL" || c[1] != CmsMergeCommitScript() || ++commits > 1) return;
+    auto saved = server_.before;
+    server_.before = nullptr;
+    EXPECT_EQ(Cms({"CMS.INCRBY", "a", "x", "1"}), "*1\r\n:2\r\n");
+    server_.before = saved;
+  };
+  EXPECT_EQ(Cms({"CMS.MERGE", "d", "1", "a"}), "+OK\r\n");
+  EXPECT_EQ(commits, 1);
+  EXPECT_EQ(Cms({"CMS.QUERY", "d", "x"}), "*1\r\n:1\r\n");
+  EXPECT_EQ(Cms({"CMS.QUERY", "a", "x"}), "*1\r\n:2\r\n");
 }
 
 TEST_F(CmsPlanTest, ErrorsComeInRedisBloomsOrder) {

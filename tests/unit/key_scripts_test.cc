@@ -66,8 +66,8 @@ TEST(KeyScriptsTest, RenameNamesBothKeysAndPrefixes) {
 
 TEST(KeyScriptsTest, TypeReadsTheMarkerOnly) {
   const auto r = RequestFor({"type", "users"});
-  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(TypeScript()), "2", "users",
-                                         "{users}:bf:m:users"}));
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(TypeScript()), "3", "users",
+                                         "{users}:bf:m:users", "{users}:cms:m:users"}));
   // Names sharing a prefix have markers of their own.
   EXPECT_NE(MarkerKey(DataKeyPrefix("users"), "users"),
             MarkerKey(DataKeyPrefix("{users}"), "{users}"));
@@ -104,8 +104,8 @@ TEST(KeyScriptsTest, ScriptsNeverOpenATransactionNorReadAHashUnmarked) {
 TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
   EXPECT_EQ(RequestFor({"TYPE", "users"}, protocol::UpstreamKind::kRedis)[0], "EVAL_RO");
   const auto r = RequestFor({"type", "users"}, protocol::UpstreamKind::kShardingProxy);
-  EXPECT_EQ(r, (std::vector<std::string>{"EVAL", std::string(TypeScript()), "2", "users",
-                                         "{users}:bf:m:users"}));
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL", std::string(TypeScript()), "3", "users",
+                                         "{users}:bf:m:users", "{users}:cms:m:users"}));
   // The other key commands are the same request either way.
   for (std::vector<std::string_view> args : {std::vector<std::string_view>{"DEL", "a", "b"},
                                              {"UNLINK", "a"},

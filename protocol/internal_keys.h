@@ -1,0 +1,40 @@
+// The keys bloomproxy keeps next to a filter's or a sketch's name (filters/key_layout.h), and
+// KEYS and SCAN replies with those keys taken out, so a client sees the names it created and
+// nothing else. Pure; no sockets.
+//
+// The rule, exactly. H is 16 characters of [0-9a-f] (an id, filters/bf_meta.cc NewId), D a
+// decimal number as std::to_string writes it ("0", or 1-20 digits without a leading zero), and
+// P a prefix that holds a Redis hash tag (a '{', later a '}', at least one byte between the
+// first '{' and the first '}' after it): every DataKeyPrefix() has one, and any string with a
+// tag is the DataKeyPrefix of itself. A key is internal when it is one of
+//
+//   P:bf:H:D.D           a Bloom filter's bits (link.shard)            BitsKey
+//   P:bf:H:D:n           a link's item count                            CountKey
+//   P:bf:H:D.D:H         a new link's shard under its private name      bf_plan_create.cc
+//   P:bf:H:new           a new filter's metadata before it is published bf_plan_create.cc
+//   P:cms:H:D            a count-min sketch's part                      (CMS layout)
+//   P:bf:m:N, P:cms:m:N  the marker of the filter or sketch named N, where P is exactly
+//                        DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
+//                        without braces, else "{T}N" with T = SlotTag(KeySlot(N))
+//
+// and nothing else: "a:bf:m:a" (no tag), "{a}:bf:m:b" (not b's prefix), "{a}:bf:0123:0.0" (short
+// id), "{a}:bf:0123456789ABCDEF:0.0" (upper case), "{a}:bf:0123456789abcdef:01.0" (leading zero)
+// are user keys and stay visible.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace bloomproxy::protocol {
+
+// Whether `key` is one of bloomproxy's internal keys (the rule above).
+bool IsInternalKey(std::string_view key);
+
+// `frame` is one complete reply: KEYS's (an array of bulk strings) when `scan` is false, SCAN's
+// (an array of a cursor bulk and an array of key bulks) when it is true; a RESP3 set ('~') is
+// accepted wherever a key array is. Returns the same reply without the internal keys, the
+// array's count fixed and every other byte as it was. Any other reply (an error, a null, a
+// different shape, trailing bytes) is returned unchanged, as is a reply with no internal key.
+std::string HideInternalKeys(std::string_view frame, bool scan);
+
+}  // namespace bloomproxy::protocol

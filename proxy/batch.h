@@ -1,0 +1,38 @@
+// Batches: commands on one filter or sketch, gathered during one loop turn from any number of
+// clients (Client::JoinAnyBatch), that go upstream as one plan when the turn ends
+// (Server::LaunchBatches).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "filters/plan.h"
+
+namespace bloomproxy::proxy {
+
+class UpstreamConn;
+struct Pending;
+
+// What a batch gathers: commands of one kind on one structure.
+enum class BatchKind : uint8_t {
+  kBfAdd,      // BF.ADD / BF.MADD
+  kBfExists,   // BF.EXISTS / BF.MEXISTS
+  kCmsIncrBy,  // CMS.INCRBY
+  kCmsQuery,   // CMS.QUERY
+};
+
+// Commands of one kind on one filter or sketch, gathered during one loop turn from any number of
+// clients, that go upstream as one plan when the turn ends: one BITFIELD per shard or part for
+// all their items instead of one per command.
+struct SketchBatch {
+  BatchKind kind = BatchKind::kBfAdd;
+  std::string key;
+  UpstreamConn* conn = nullptr;
+  std::vector<std::string> items;
+  std::vector<uint64_t> increments;  // CMS.INCRBY: one per item
+  std::vector<filters::PlanMember> members;
+  std::vector<Pending*> slots;  // one per member
+};
+
+}  // namespace bloomproxy::proxy
