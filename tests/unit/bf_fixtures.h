@@ -231,29 +231,32 @@ inline Json ReadJsonFile(const std::string& path) {
   return root;
 }
 
-inline const std::vector<Case>& Cases() {
-  static const std::vector<Case> cases = [] {
-    const Json specs = ReadJsonFile(std::string(BP_FIXTURES) + "/bf-cases.json");
-    const Json expected = ReadJsonFile(std::string(BP_FIXTURES) + "/bf-expected.json");
-    std::map<std::string, const Json*> replies;
-    for (const Json& e : expected.items) replies[e.Get("name")->text] = e.Get("replies");
-    std::vector<Case> out;
-    for (const Json& spec : specs.items) {
-      Case c;
-      c.name = spec.Get("name")->text;
-      for (const Json& cmd : spec.Get("cmds")->items) {
-        std::vector<std::string> args;
-        for (const Json& arg : cmd.items) {
-          args.push_back(arg.type == Json::kObject ? HexDecode(arg.Get("hex")->text) : arg.text);
-        }
-        c.cmds.push_back(std::move(args));
+// A recorded vector set: <prefix>-cases.json and <prefix>-expected.json in BP_FIXTURES.
+inline std::vector<Case> LoadCases(const std::string& prefix) {
+  const Json specs = ReadJsonFile(std::string(BP_FIXTURES) + "/" + prefix + "-cases.json");
+  const Json expected = ReadJsonFile(std::string(BP_FIXTURES) + "/" + prefix + "-expected.json");
+  std::map<std::string, const Json*> replies;
+  for (const Json& e : expected.items) replies[e.Get("name")->text] = e.Get("replies");
+  std::vector<Case> out;
+  for (const Json& spec : specs.items) {
+    Case c;
+    c.name = spec.Get("name")->text;
+    for (const Json& cmd : spec.Get("cmds")->items) {
+      std::vector<std::string> args;
+      for (const Json& arg : cmd.items) {
+        args.push_back(arg.type == Json::kObject ? HexDecode(arg.Get("hex")->text) : arg.text);
       }
-      for (const Json& r : replies.at(c.name)->items) c.replies.push_back(Base64Decode(r.text));
-      EXPECT_EQ(c.cmds.size(), c.replies.size()) << c.name;
-      out.push_back(std::move(c));
+      c.cmds.push_back(std::move(args));
     }
-    return out;
-  }();
+    for (const Json& r : replies.at(c.name)->items) c.replies.push_back(Base64Decode(r.text));
+    EXPECT_EQ(c.cmds.size(), c.replies.size()) << c.name;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+inline const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = LoadCases("bf");
   return cases;
 }
 

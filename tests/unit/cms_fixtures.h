@@ -4,7 +4,6 @@
 // fixtures folder (a compile definition); the JSON reader and decoders are bf_fixtures.h's.
 #pragma once
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -13,28 +12,7 @@
 namespace bloomproxy::filters::fixtures {
 
 inline const std::vector<Case>& CmsCases() {
-  static const std::vector<Case> cases = [] {
-    const Json specs = ReadJsonFile(std::string(BP_FIXTURES) + "/cms-cases.json");
-    const Json expected = ReadJsonFile(std::string(BP_FIXTURES) + "/cms-expected.json");
-    std::map<std::string, const Json*> replies;
-    for (const Json& e : expected.items) replies[e.Get("name")->text] = e.Get("replies");
-    std::vector<Case> out;
-    for (const Json& spec : specs.items) {
-      Case c;
-      c.name = spec.Get("name")->text;
-      for (const Json& cmd : spec.Get("cmds")->items) {
-        std::vector<std::string> args;
-        for (const Json& arg : cmd.items) {
-          args.push_back(arg.type == Json::kObject ? HexDecode(arg.Get("hex")->text) : arg.text);
-        }
-        c.cmds.push_back(std::move(args));
-      }
-      for (const Json& r : replies.at(c.name)->items) c.replies.push_back(Base64Decode(r.text));
-      EXPECT_EQ(c.cmds.size(), c.replies.size()) << c.name;
-      out.push_back(std::move(c));
-    }
-    return out;
-  }();
+  static const std::vector<Case> cases = LoadCases("cms");
   return cases;
 }
 
