@@ -171,13 +171,6 @@ log "benchmark: $ROUNDS round(s) x ${#C_KIND[@]} case(s) x targets [$TARGETS], $
   "about $(awk -v r="$((ROUNDS * ${#C_KIND[@]} * N_TARGETS))" -v d="$DURATION" -v rb="$((ROUNDS * N_REFS))" \
     'BEGIN {printf "%.1f", (r * (d + 0.3) + rb * 2) / 60}') min; raw results -> ${CSV#"$REPO_ROOT"/}"
 
-check_alive() {
-  local svc
-  for svc in "${!_BENCH_PIDS[@]}"; do
-    kill -0 "${_BENCH_PIDS[svc]}" 2>/dev/null || die "${_BENCH_NAMES[svc]} (pid ${_BENCH_PIDS[svc]}) is gone; aborting"
-  done
-}
-
 # record ROUND CASE TARGET TOOL MODE PIPELINE OPS SECS OPS_PER_SEC CMDS_PER_SEC ERRORS POS SNAP0 SNAP1
 record() {
   local other steal load=""
@@ -214,7 +207,7 @@ run_client() {
     FAILED=$((FAILED + 1))
     log "[$RUN/$TOTAL] round $r $case $t ($mode): FAILED (exit $rc)"
     _show_log "$err"
-    check_alive
+    services_alive
     return 0
   fi
   # mode=M clients=C pipeline=P ops=N secs=S ops_per_sec=X cmds=N cmds_per_sec=X errors=E positive_pct=F
@@ -246,7 +239,7 @@ run_rb() {
     FAILED=$((FAILED + 1))
     log "[$RUN/$TOTAL] round $r $case $t: FAILED (exit $rc)"
     _show_log "$err"
-    check_alive
+    services_alive
     return 0
   fi
   record "$r" "$case" "$t" redis-benchmark "$1" 16 "$BENCH_N" \

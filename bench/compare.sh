@@ -119,14 +119,6 @@ log "redis now holds $(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" DBSIZE) keys"
 # Short unrecorded warm-up through every target (first connections, allocator growth, caches).
 # (redis-benchmark spins forever on a port that refuses connections: hence the timeouts.)
 WARM=(timeout --foreground --signal=INT --kill-after=5 60 redis-benchmark -h 127.0.0.1 -q --csv)
-# services_alive: die if a server this script started has exited (crashed).
-services_alive() {
-  local svc
-  for svc in "${!_BENCH_PIDS[@]}"; do
-    kill -0 "${_BENCH_PIDS[svc]}" 2>/dev/null \
-      || die "${_BENCH_NAMES[svc]} (pid ${_BENCH_PIDS[svc]}) is gone; aborting"
-  done
-}
 for t in $TARGETS; do
   "${WARM[@]}" -p "${PORT[$t]}" -t "$TESTS" -n 5000 -c 10 -r "$KEYSPACE" \
     -d "$DATASIZE" >/dev/null 2>&1 || log "warning: warm-up against $t failed"

@@ -55,6 +55,15 @@ _bench_signal() {
 # Remember a background process so cleanup kills it.
 track_pid() { _BENCH_PIDS+=("$1"); _BENCH_NAMES+=("${2:-pid $1}"); }
 
+# Die if a server this script started has exited (crashed).
+services_alive() {
+  local svc
+  for svc in "${!_BENCH_PIDS[@]}"; do
+    kill -0 "${_BENCH_PIDS[svc]}" 2>/dev/null \
+      || die "${_BENCH_NAMES[svc]} (pid ${_BENCH_PIDS[svc]}) is gone; aborting"
+  done
+}
+
 # Forget a process the script has stopped (and reaped) itself, so cleanup never signals its pid,
 # which the kernel may hand to another process by then.
 untrack_pid() {

@@ -88,13 +88,6 @@ start_bloomproxy "$REDIS_PORT"
 sanity_check "$REDIS_PORT" direct || die "redis-server does not pass a SET/GET round trip"
 sanity_check "$PROXY_PORT" proxy || die "bloomproxy does not pass a SET/GET round trip; not benchmarking"
 
-services_alive() {
-  local svc
-  for svc in "${!_BENCH_PIDS[@]}"; do
-    kill -0 "${_BENCH_PIDS[svc]}" 2>/dev/null \
-      || die "${_BENCH_NAMES[svc]} (pid ${_BENCH_PIDS[svc]}) is gone; aborting"
-  done
-}
 rcli() { redis-cli -h 127.0.0.1 -p "$@"; }
 
 BF_SKIPPED=""
