@@ -2,7 +2,6 @@
 // one step of BITFIELD (or, for a sketch in several parts, one script running every part's
 // BITFIELD atomically) followed by the validation, and the reply folded from its integers.
 #include <algorithm>
-#include <charconv>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,56 +68,30 @@ void CmsPlan::PlanCells(bool write, std::vector<CmsPartOps>* parts) {
   values_expected_ = at;
 }
 
-// The same for a sketch in one part (every sketch below bf-max-shard-bytes), encoded straight
-// into one BITFIELD request: the hot path of INCRBY and QUERY.
-void CmsPlan::EncodeOnePart(bool write, std::string* out) {
-  const CmsMeta& m = *meta_;
-  const size_t ops = items_.size() * m.depth;
-  protocol::AppendArrayHeader(out, static_cast<int64_t>(2 + (write ? 12 + 4 * ops : 3 * ops)));
-  protocol::AppendBulk(out, write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO");
-  protocol::AppendBulk(out, m.PartKey(0));
-  size_t at = 0;
-  char buf[24];
-  auto number = [&buf](uint64_t v, bool hash) {
-    char* start = buf;
-    if (hash) *start++ = '#';
-    return std::string_view(
-        buf, static_cast<size_t>(std::to_chars(start, buf + sizeof(buf), v).ptr - buf));
-  };
-  if (write) {
-    uint64_t sum = 0;
-    for (uint64_t v : increments_) sum = CmsCounterAdd(sum, v);
-    for (std::string_view a : {"OVERFLOW", "WRAP", "INCRBY", "i64", "0"}) {
-      protocol::AppendBulk(out, a);
-    }
-    protocol::AppendBulk(out, std::to_string(CmsCounterShown(sum)));
-    for (std::string_view a : {"INCRBY", "i64", "64", "1", "OVERFLOW", "SAT"}) {
-      protocol::AppendBulk(out, a);
-    }
-    at = 2;
-  }
-  positions_.resize(ops);
-  std::string value;
-  for (size_t i = 0; i < items_.size(); ++i) {
-    if (write) value.assign(number(increments_[i], false));
-    for (uint64_t row = 0; row < m.depth; ++row) {
-      const uint64_t cell = CmsItemCell(items_[i], m.width, row);
-      protocol::AppendBulk(out, write ? "INCRBY" : "GET");
-      protocol::AppendBulk(out, "u32");
-      protocol::AppendBulk(out, number(kCmsHeaderCells + cell, true));
-      if (write) protocol::AppendBulk(out, value);
-      positions_[i * m.depth + row] = at++;
-    }
-  }
-  values_expected_ = at;
-}
-
 void CmsPlan::Main(PlanStep* step) {
   phase_ = Phase::kMain;
   Requests& req = BeginStep(step);
   std::vector<CmsPartOps> parts;
   const bool write = command_ == CmsCommand::kIncrBy;
   written_.clear();
+  whole_part_.clear();
+  deduped_ = false;
+  if (command_ == CmsCommand::kQuery && meta_->Parts() == 1 &&
+      items_.size() * meta_->depth * kBytesPerRead >= meta_->PartBytes(0)) {
+    // A batch that reads more cells than a whole part is worth: GET the part (a copy in Redis)
+    // instead of parsing and answering thousands of BITFIELD operations.
+    for (const std::string& item : items_) {
+      for (uint64_t row = 0; row < meta_->depth; ++row) {
+        whole_part_.push_back(CmsItemCell(item, meta_->width, row));
+      }
+    }
+    first_bitfield_ = req.count();
+    multi_part_ = false;
+    req.Add({"GET", meta_->PartKey(0)});
+    validation_at_ = req.count();
+    req.Add({"HMGET", name_, "cms", "id"});
+    return EndStep(step);
+  }
   if (command_ != CmsCommand::kInfo && meta_->Parts() == 1) {
     std::string request;
     EncodeOnePart(write, &request);
@@ -171,11 +144,13 @@ bool CmsPlan::StillTheSketch(StepReplies& r, size_t at, std::string* error) cons
 }
 
 bool CmsPlan::CollectValues(StepReplies& r, std::vector<int64_t>* values, std::string* error) {
-  ReplyCheck check = Named(multi_part_ ? "EVAL" : "BITFIELD");
+  ReplyCheck check = Named(multi_part_ ? "EVAL" : !whole_part_.empty() ? "GET" : "BITFIELD");
   if (r.IsErrorReply(first_bitfield_)) {
     *error = UpstreamError(r.Frame(first_bitfield_), check);
     return false;
   }
+  if (!whole_part_.empty()) return CellsOfPart(r, values, error);
+  if (deduped_) return OpValues(r, values, error);
   if (!multi_part_) {
     const std::vector<int64_t>* ints = r.Ints(first_bitfield_);
     if (ints != nullptr) *values = *ints;
@@ -194,6 +169,27 @@ bool CmsPlan::CollectValues(StepReplies& r, std::vector<int64_t>* values, std::s
                                    DescribeFrame(r.Frame(first_bitfield_)));
     return false;
   }
+  return true;
+}
+
+// The cells of whole_part_ from the GET of the part; positions_ index them in order.
+bool CmsPlan::CellsOfPart(StepReplies& r, std::vector<int64_t>* values, std::string* error) {
+  const redisReply* v = r.Get(first_bitfield_);
+  const uint64_t want = meta_->PartBytes(0);
+  if (v == nullptr || v->type != REDIS_REPLY_STRING || v->len != want) {
+    *error = Unexpected(Named("GET"), "expected the part's " + U64(want) + " bytes, got " +
+                                          DescribeFrame(r.Frame(first_bitfield_)));
+    return false;
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(v->str) + kCmsHeaderBytes;
+  values->reserve(whole_part_.size());
+  for (uint64_t cell : whole_part_) {
+    const unsigned char* b = bytes + 4 * cell;
+    values->push_back(static_cast<int64_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+                                           (uint32_t{b[2]} << 8) | uint32_t{b[3]}));
+  }
+  positions_.resize(values->size());
+  for (size_t k = 0; k < positions_.size(); ++k) positions_[k] = k;
   return true;
 }
 

@@ -109,7 +109,27 @@ class CmsPlan : public Plan {
   // The main step: its BITFIELD replies' integers, concatenated in request order, hold the
   // value of row r of item i at positions_[i * depth + r].
   void PlanCells(bool write, std::vector<CmsPartOps>* parts);
+  // One part (cms_plan_cells.cc): each distinct cell of the step once (a cell several commands
+  // of a batch increment: GET, then one INCRBY of their sum), the values of the operations
+  // worked out from those.
+  struct Cell {
+    uint64_t cell = 0;
+    uint32_t count = 0;   // operations on it
+    size_t first_op = 0;  // its first operation
+    uint64_t sum = 0;     // their increments, capped at INT64_MAX (saturates a cell anyway)
+    size_t at = 0;        // its first value in the reply (GET's when count > 1)
+  };
+  void GroupCells(bool write);
   void EncodeOnePart(bool write, std::string* out);
+  bool OpValues(StepReplies& r, std::vector<int64_t>* values, std::string* error);
+  std::vector<Cell> cells_;
+  std::vector<uint32_t> op_cell_;  // per operation (item-major): its index in cells_
+  bool deduped_ = false;
+  bool CellsOfPart(StepReplies& r, std::vector<int64_t>* values, std::string* error);
+  // A QUERY batch reads its part whole once its operations would cost more: about this many
+  // bytes of request and reply per BITFIELD GET.
+  static constexpr uint64_t kBytesPerRead = 32;
+  std::vector<uint64_t> whole_part_;  // the cells of such a read, op-major per item
   std::vector<size_t> positions_;
   size_t values_expected_ = 0;
   size_t first_bitfield_ = 0;
