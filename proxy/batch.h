@@ -33,6 +33,11 @@ struct SketchBatch {
   std::vector<uint64_t> increments;  // CMS.INCRBY: one per item
   std::vector<filters::PlanMember> members;
   std::vector<Pending*> slots;  // one per member
+
+  // The same kind, sketch and connection: what a held batch is found by (Server::LaunchBatches).
+  std::string Id() const;
+  // Adds a later batch's commands after this one's.
+  void Append(SketchBatch&& later);
 };
 
 }  // namespace bloomproxy::proxy

@@ -14,11 +14,13 @@ PlanRunner::PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamConn
     : server_(server), slots_(std::move(slots)), conn_(conn), plan_(std::move(plan)) {}
 
 void PlanRunner::Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
-                     std::unique_ptr<filters::Plan> plan, int key_slot) {
+                     std::unique_ptr<filters::Plan> plan, int key_slot,
+                     std::function<void()> done) {
   // A client that leaves now orphans its slot; the runner frees it.
   for (Pending* slot : slots) slot->in_flight = true;
   auto* runner = new PlanRunner(server, std::move(slots), conn, std::move(plan));
   runner->key_slot_ = key_slot;
+  runner->done_ = std::move(done);
   if (!runner->slots_.empty() && runner->slots_[0]->client != nullptr) {
     runner->hint_ = runner->slots_[0]->client->shared_hint();
   }
@@ -107,7 +109,9 @@ void PlanRunner::Finish(std::string reply) {
       slot->client->OnPlanDone(slot, per_member ? own[i] : reply);
     }
   }
+  std::function<void()> done = std::move(done_);
   delete this;
+  if (done) done();
 }
 
 }  // namespace bloomproxy::proxy

@@ -5,6 +5,7 @@
 // half-written).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,8 +25,10 @@ class PlanRunner : public ReplySink {
   // Starts `plan` for `slots` (one per command; marked in flight until the plan is done). With
   // several slots, slot i gets the plan's MemberReplies()[i]. `key_slot`: the cluster slot of
   // the plan's keys (a filter's keys share one), for the redirections of its requests.
+  // `done`, if set, runs once the plan is over and its replies are delivered.
   static void Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
-                  std::unique_ptr<filters::Plan> plan, int key_slot = -1);
+                  std::unique_ptr<filters::Plan> plan, int key_slot = -1,
+                  std::function<void()> done = nullptr);
 
   // One reply frame of the current step (called by the upstream connection). `last` is true
   // for the step's last frame; the slot carrying the step is already off the connection.
@@ -56,6 +59,7 @@ class PlanRunner : public ReplySink {
   size_t hint_ = 0;
   std::vector<std::string> parts_;  // the replies of the step's parts, in request order
   size_t parts_left_ = 0;
+  std::function<void()> done_;
 };
 
 }  // namespace bloomproxy::proxy

@@ -237,54 +237,6 @@ void Server::QueueFlush(UpstreamConn* u) {
   dirty_upstreams_.push_back(u);
 }
 
-SketchBatch* Server::OpenBatch(BatchKind kind, std::string_view key, UpstreamConn* conn) {
-  for (auto& b : batches_) {
-    if (b->kind == kind && b->conn == conn && b->key == key) return b.get();
-  }
-  auto b = std::make_unique<SketchBatch>();
-  b->kind = kind;
-  b->key.assign(key);
-  b->conn = conn;
-  batches_.push_back(std::move(b));
-  return batches_.back().get();
-}
-
-void Server::LaunchBatches() {
-  std::vector<std::unique_ptr<SketchBatch>> batches;
-  batches.swap(batches_);
-  for (auto& b : batches) {
-    if (b->kind == BatchKind::kCmsIncrBy || b->kind == BatchKind::kCmsQuery) {
-      filters::CmsRequest request;
-      request.command = b->kind == BatchKind::kCmsIncrBy ? filters::CmsCommand::kIncrBy
-                                                         : filters::CmsCommand::kQuery;
-      request.key = b->key;
-      for (size_t i = 0; i < b->items.size(); ++i) {
-        if (request.command == filters::CmsCommand::kQuery) {
-          request.items.push_back(b->items[i]);
-        } else {
-          request.increments.push_back({b->items[i], b->increments[i]});
-        }
-      }
-      std::unique_ptr<filters::Plan> plan =
-          filters::MakeCmsBatchPlan(request, std::move(b->members), &cms_cache_, &cms_config_);
-      PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan),
-                      protocol::KeySlot(b->key));
-      continue;
-    }
-    filters::BfRequest request;
-    request.command =
-        b->kind == BatchKind::kBfExists ? filters::BfCommand::kMExists : filters::BfCommand::kMAdd;
-    request.key = b->key;
-    request.error_rate = bf_config_.defaults.error_rate;
-    request.capacity = bf_config_.defaults.capacity;
-    request.expansion = bf_config_.defaults.expansion;
-    request.items.assign(b->items.begin(), b->items.end());
-    std::unique_ptr<filters::Plan> plan =
-        filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
-    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key));
-  }
-}
-
 void Server::OnCheck(uv_check_t* h) {
   // End of a loop turn: the BF batches it gathered go upstream, then every request and reply
   // produced in it leaves, batched.

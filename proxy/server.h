@@ -143,7 +143,10 @@ class Server {
                             std::shared_ptr<TlsContext>* upstream, std::string* error);
   // reload.cc: loads the configuration again (conf/reload.h) and applies what changes live.
   void Reload();
+  // proxy/batch.cc: this loop turn's batches go upstream, or wait for the one before them.
   void LaunchBatches();
+  void LaunchBatch(std::unique_ptr<SketchBatch> batch);
+  void BatchDone(const std::string& id);
   void MaybeFinishShutdown();
 
   conf::Options options_;
@@ -187,6 +190,8 @@ class Server {
   filters::CmsConfig cms_config_;
   filters::CmsCache cms_cache_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
+  // CMS batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
+  std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;
   bool shutting_down_ = false;
   bool stopped_ = false;
 };

@@ -1,0 +1,123 @@
+// Batches (proxy/batch.h): opened by the commands of a loop turn, launched when the turn ends.
+//
+// A CMS batch waits while the previous batch of the same kind on the same sketch and connection
+// is still upstream, and the commands of the turns meanwhile join it: under load the batches grow
+// with the upstream's latency instead of piling up as many small ones, and a bigger batch repeats
+// more cells, which the plan touches once each (filters/cms_plan_cells.cc). Commands still take
+// effect in order: a held batch goes upstream right after the one before it is answered.
+#include "proxy/batch.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "filters/bf_plan.h"
+#include "filters/cms_plan.h"
+#include "protocol/key_slot.h"
+#include "proxy/plan_runner.h"
+#include "proxy/server.h"
+
+namespace bloomproxy::proxy {
+namespace {
+
+bool IsCms(BatchKind kind) { return kind == BatchKind::kCmsIncrBy || kind == BatchKind::kCmsQuery; }
+
+// A held batch goes upstream anyway past this many items (a bound on one request's size).
+constexpr size_t kMaxHeldItems = 65536;
+
+}  // namespace
+
+std::string SketchBatch::Id() const {
+  return std::to_string(static_cast<int>(kind)) + ":" +
+         std::to_string(reinterpret_cast<uintptr_t>(conn)) + ":" + key;
+}
+
+void SketchBatch::Append(SketchBatch&& later) {
+  for (filters::PlanMember m : later.members) {
+    m.start += items.size();
+    members.push_back(m);
+  }
+  items.insert(items.end(), std::make_move_iterator(later.items.begin()),
+               std::make_move_iterator(later.items.end()));
+  increments.insert(increments.end(), later.increments.begin(), later.increments.end());
+  slots.insert(slots.end(), later.slots.begin(), later.slots.end());
+}
+
+SketchBatch* Server::OpenBatch(BatchKind kind, std::string_view key, UpstreamConn* conn) {
+  for (auto& b : batches_) {
+    if (b->kind == kind && b->conn == conn && b->key == key) return b.get();
+  }
+  auto b = std::make_unique<SketchBatch>();
+  b->kind = kind;
+  b->key.assign(key);
+  b->conn = conn;
+  batches_.push_back(std::move(b));
+  return batches_.back().get();
+}
+
+void Server::LaunchBatches() {
+  std::vector<std::unique_ptr<SketchBatch>> batches;
+  batches.swap(batches_);
+  for (auto& b : batches) {
+    if (!IsCms(b->kind)) {
+      LaunchBatch(std::move(b));
+      continue;
+    }
+    const std::string id = b->Id();
+    auto held = held_batches_.find(id);
+    if (held == held_batches_.end()) {
+      LaunchBatch(std::move(b));
+    } else if (held->second == nullptr) {
+      held->second = std::move(b);  // waits for the one upstream
+    } else {
+      held->second->Append(std::move(*b));
+      if (held->second->items.size() > kMaxHeldItems) LaunchBatch(std::move(held->second));
+    }
+  }
+}
+
+void Server::LaunchBatch(std::unique_ptr<SketchBatch> b) {
+  if (!IsCms(b->kind)) {
+    filters::BfRequest request;
+    request.command =
+        b->kind == BatchKind::kBfExists ? filters::BfCommand::kMExists : filters::BfCommand::kMAdd;
+    request.key = b->key;
+    request.error_rate = bf_config_.defaults.error_rate;
+    request.capacity = bf_config_.defaults.capacity;
+    request.expansion = bf_config_.defaults.expansion;
+    request.items.assign(b->items.begin(), b->items.end());
+    std::unique_ptr<filters::Plan> plan =
+        filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
+    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key));
+    return;
+  }
+  filters::CmsRequest request;
+  request.command =
+      b->kind == BatchKind::kCmsIncrBy ? filters::CmsCommand::kIncrBy : filters::CmsCommand::kQuery;
+  request.key = b->key;
+  for (size_t i = 0; i < b->items.size(); ++i) {
+    if (request.command == filters::CmsCommand::kQuery) {
+      request.items.push_back(b->items[i]);
+    } else {
+      request.increments.push_back({b->items[i], b->increments[i]});
+    }
+  }
+  std::unique_ptr<filters::Plan> plan =
+      filters::MakeCmsBatchPlan(request, std::move(b->members), &cms_cache_, &cms_config_);
+  // Upstream now: until it is answered, the next batch of its kind on the sketch waits.
+  const std::string id = b->Id();
+  held_batches_.try_emplace(id);
+  PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key),
+                  [this, id] { BatchDone(id); });
+}
+
+void Server::BatchDone(const std::string& id) {
+  auto held = held_batches_.find(id);
+  if (held == held_batches_.end()) return;
+  std::unique_ptr<SketchBatch> next = std::move(held->second);
+  held_batches_.erase(held);
+  if (next != nullptr) LaunchBatch(std::move(next));
+}
+
+}  // namespace bloomproxy::proxy
