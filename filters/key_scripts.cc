@@ -69,13 +69,14 @@ if t == 'hash' and redis.call('EXISTS', KEYS[3]) == 1 then return {ok = 'CMSk-TY
 return {ok = t}
 )lua";
 
-// COPY. KEYS[1], KEYS[2]: source and destination; KEYS[3]: the source's sketch marker. ARGV:
-// the command. A count-min sketch cannot be copied (RedisBloom's type has no copy callback), an
-// error Redis gives only once the options parse, the source is not the destination and the
-// destination is free or REPLACE is given; before that, Redis's own reply (COPY itself, which
-// then copies nothing).
+// COPY. KEYS[1], KEYS[2]: source and destination; KEYS[3], KEYS[4]: the source's filter and
+// sketch markers. ARGV: the command. A filter or a count-min sketch cannot be copied
+// (RedisBloom's types have no copy callback), an error Redis gives only once the options parse,
+// the source is not the destination and the destination is free or REPLACE is given; before
+// that, Redis's own reply (COPY itself, which then copies nothing).
 constexpr std::string_view kCopyScript = R"lua(
-if redis.call('TYPE', KEYS[1]).ok ~= 'hash' or redis.call('EXISTS', KEYS[3]) == 0 then
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' or
+   (redis.call('EXISTS', KEYS[3]) == 0 and redis.call('EXISTS', KEYS[4]) == 0) then
   return redis.pcall(unpack(ARGV))
 end
 local replace, db, i = false, nil, 4
@@ -94,6 +95,17 @@ if not replace then
   if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 end
 return {err = 'ERR not supported for this module key'}
+)lua";
+
+// OBJECT ENCODING. KEYS[1]: the key; KEYS[2], KEYS[3]: its filter and sketch markers. ARGV: the
+// command. "raw" for a filter or a sketch, as for RedisBloom's module types; else Redis's answer.
+// Touches nothing but what the command itself touches.
+constexpr std::string_view kEncodingScript = R"lua(
+if redis.call('TYPE', KEYS[1]).ok == 'hash' and
+   (redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[3]) == 1) then
+  return 'raw'
+end
+return redis.pcall(unpack(ARGV))
 )lua";
 
 // DEL, UNLINK. KEYS: the command's keys. ARGV[1]: DEL or UNLINK; ARGV[1 + i]: the data-key
@@ -163,7 +175,7 @@ const std::string& WithFilterAt(std::string_view body, std::string* storage) {
   return *storage;
 }
 
-enum class Kind { kNone, kType, kDelete, kExpire, kRename, kCopy };
+enum class Kind { kNone, kType, kDelete, kExpire, kRename, kCopy, kEncoding };
 
 Kind KindOf(const std::vector<std::string_view>& args) {
   if (args.empty()) return Kind::kNone;
@@ -179,6 +191,10 @@ Kind KindOf(const std::vector<std::string_view>& args) {
   }
   if (name == "rename" || name == "renamenx") return Kind::kRename;
   if (name == "copy") return Kind::kCopy;
+  if (name == "object" && args.size() == 3) {
+    const protocol::CommandInfo* sub = protocol::LookupSubcommand(*info, args[1]);
+    if (sub != nullptr && sub->name == "object|encoding") return Kind::kEncoding;
+  }
   return Kind::kNone;
 }
 
@@ -213,6 +229,8 @@ std::vector<std::string_view> KeyCommandNames(const std::vector<std::string_view
     case Kind::kType:
     case Kind::kExpire:
       return {args[1]};
+    case Kind::kEncoding:
+      return {};
   }
   return {};
 }
@@ -223,11 +241,12 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
   if (kind == Kind::kNone) return false;
   std::vector<std::string> prefixes;
   std::vector<std::string_view> out;
-  const std::string count_storage = std::to_string(kind == Kind::kDelete   ? args.size() - 1
-                                                   : kind == Kind::kRename ? 2
-                                                   : kind == Kind::kCopy   ? 3
-                                                   : kind == Kind::kType   ? 3
-                                                                           : 1);
+  const std::string count_storage = std::to_string(kind == Kind::kDelete     ? args.size() - 1
+                                                   : kind == Kind::kRename   ? 2
+                                                   : kind == Kind::kCopy     ? 4
+                                                   : kind == Kind::kEncoding ? 3
+                                                   : kind == Kind::kType     ? 3
+                                                                             : 1);
   std::string marker, cms_marker;
   switch (kind) {
     case Kind::kType:
@@ -256,8 +275,20 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
       out = {"EVAL", RenameScript(), count_storage, args[1], args[2]};
       break;
     case Kind::kCopy:
+      marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
       cms_marker = CmsMarkerKey(DataKeyPrefix(args[1]), args[1]);
-      out = {"EVAL", kCopyScript, count_storage, args[1], args[2], cms_marker};
+      out = {"EVAL", kCopyScript, count_storage, args[1], args[2], marker, cms_marker};
+      out.insert(out.end(), args.begin(), args.end());
+      break;
+    case Kind::kEncoding:
+      marker = MarkerKey(DataKeyPrefix(args[2]), args[2]);
+      cms_marker = CmsMarkerKey(DataKeyPrefix(args[2]), args[2]);
+      out = {upstream == protocol::UpstreamKind::kShardingProxy ? "EVAL" : "EVAL_RO",
+             kEncodingScript,
+             count_storage,
+             args[2],
+             marker,
+             cms_marker};
       out.insert(out.end(), args.begin(), args.end());
       break;
     case Kind::kNone:

@@ -1,7 +1,8 @@
 // Key commands on a filter's or a count-min sketch's name. A structure lives in several keys (its
 // name, a hash of metadata; data keys of bits and counts, or of cells; a marker, see
 // key_layout.h and cms_meta.h), and DEL, UNLINK, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST,
-// RENAME, RENAMENX, TYPE and COPY (refused for a sketch, as RedisBloom does) must see it whole.
+// RENAME, RENAMENX, TYPE, COPY (refused, as RedisBloom does) and OBJECT ENCODING ("raw") must
+// see it whole.
 // Each runs as one Lua script that does the client's command and, for every key that is a filter,
 // the same to its data keys and marker, atomically:
 //

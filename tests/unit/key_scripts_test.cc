@@ -101,6 +101,24 @@ TEST(KeyScriptsTest, ScriptsNeverOpenATransactionNorReadAHashUnmarked) {
   }
 }
 
+TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtBothMarkers) {
+  const auto enc = RequestFor({"OBJECT", "encoding", "users"});
+  ASSERT_EQ(enc.size(), 9u);
+  EXPECT_EQ(enc[0], "EVAL_RO");
+  EXPECT_EQ(std::vector<std::string>(enc.begin() + 2, enc.begin() + 6),
+            (std::vector<std::string>{"3", "users", "{users}:bf:m:users", "{users}:cms:m:users"}));
+  EXPECT_EQ(std::vector<std::string>(enc.begin() + 6, enc.end()),
+            (std::vector<std::string>{"OBJECT", "encoding", "users"}));
+  EXPECT_EQ(RequestFor({"OBJECT", "ENCODING", "users"}, protocol::UpstreamKind::kShardingProxy)[0],
+            "EVAL");
+  // Other OBJECT subcommands go upstream as they are.
+  std::string request;
+  EXPECT_FALSE(KeyCommandRequest({"OBJECT", "FREQ", "users"}, &request));
+  const auto copy = RequestFor({"COPY", "a", "b", "REPLACE"});
+  EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 7),
+            (std::vector<std::string>{"4", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a"}));
+}
+
 TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
   EXPECT_EQ(RequestFor({"TYPE", "users"}, protocol::UpstreamKind::kRedis)[0], "EVAL_RO");
   const auto r = RequestFor({"type", "users"}, protocol::UpstreamKind::kShardingProxy);
