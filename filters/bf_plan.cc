@@ -316,7 +316,7 @@ KeyState BfPlan::Validate(StepReplies& r, std::string* error, size_t at) {
   }
   const std::string_view f = r.Frame(at);
   if (r.IsErrorReply(at)) {
-    if (f.substr(0, 10) == "-WRONGTYPE") return KeyState::kOtherType;
+    if (IsWrongType(f)) return KeyState::kOtherType;
     *error = UpstreamError(f, c);
     return KeyState::kError;
   }

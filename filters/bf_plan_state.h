@@ -20,11 +20,11 @@
 #include "filters/bf_plan.h"
 #include "filters/bloom.h"
 #include "filters/plan_requests.h"
+#include "protocol/errors.h"
 
 namespace bloomproxy::filters::bf_plan_internal {
 
-constexpr std::string_view kWrongType =
-    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+constexpr std::string_view kWrongType = protocol::errors::kWrongType;
 constexpr std::string_view kNotFound = "-ERR not found\r\n";
 constexpr std::string_view kItemExists = "-ERR item exists\r\n";
 constexpr std::string_view kBadData = "-ERR received bad data\r\n";

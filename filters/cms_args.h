@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "filters/cms.h"
+#include "protocol/errors.h"
 
 namespace bloomproxy::filters {
 
@@ -46,8 +47,7 @@ inline constexpr std::string_view kCmsErrInvalidInitArguments = "-CMS: invalid i
 inline constexpr std::string_view kCmsErrInsufficientMemory =
     "-CMS: Insufficient memory to create the key\r\n";
 inline constexpr std::string_view kCmsErrKeyMissing = "-CMS: key does not exist\r\n";
-inline constexpr std::string_view kCmsErrWrongType =
-    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+inline constexpr std::string_view kCmsErrWrongType = protocol::errors::kWrongType;
 inline constexpr std::string_view kCmsErrCannotParseNumber = "-CMS: Cannot parse number\r\n";
 inline constexpr std::string_view kCmsErrNegativeNumber = "-CMS: Number cannot be negative\r\n";
 inline constexpr std::string_view kCmsErrIncrByOverflow = "-CMS: INCRBY overflow\r\n";

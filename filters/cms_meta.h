@@ -74,6 +74,18 @@ enum class CmsFetched {
 CmsFetched CmsMetaFromHmget(std::string_view name, const redisReply* r,
                             std::shared_ptr<CmsMeta>* out);
 
+// Cell j of a part's bytes (BITFIELD u32: big-endian after the header); `part` holds it.
+inline uint32_t CmsPartCell(std::string_view part, uint64_t j) {
+  const auto* b = reinterpret_cast<const unsigned char*>(part.data() + kCmsHeaderBytes + 4 * j);
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+}
+// Appends a cell as a part holds it.
+inline void AppendCmsCell(std::string* part, uint32_t v) {
+  const char be[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                      static_cast<char>(v >> 8), static_cast<char>(v)};
+  part->append(be, 4);
+}
+
 // The header of part 0 as raw bytes (count and version, big-endian i64), and back.
 std::string CmsHeader(uint64_t count, uint64_t version);
 uint64_t CmsHeaderField(std::string_view part, size_t field);  // 0: count, 1: version

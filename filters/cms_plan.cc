@@ -49,6 +49,19 @@ CmsPlan::CmsPlan(const CmsRequest& request, std::string parse_error, CmsCache* c
   }
 }
 
+CmsPlan::CmsPlan(CmsCommand command, std::string key, std::vector<std::string> items,
+                 std::vector<uint64_t> increments, std::vector<PlanMember> members, CmsCache* cache,
+                 const CmsConfig* config)
+    : command_(command),
+      name_(std::move(key)),
+      error_order_(CmsErrorOrder::kNow),
+      cache_(cache),
+      config_(config),
+      items_(std::move(items)),
+      increments_(std::move(increments)),
+      names_{name_},
+      members_(std::move(members)) {}
+
 void CmsPlan::Start(PlanStep* step) {
   switch (command_) {
     case CmsCommand::kInitByDim:
@@ -208,10 +221,14 @@ std::unique_ptr<Plan> MakeCmsPlan(const CmsRequest& request, std::string parse_e
                                                       config);
 }
 
-std::unique_ptr<Plan> MakeCmsBatchPlan(const CmsRequest& request, std::vector<PlanMember> members,
-                                       CmsCache* cache, const CmsConfig* config) {
-  return std::make_unique<cms_plan_internal::CmsPlan>(request, std::string(), cache, config,
-                                                      std::move(members));
+std::unique_ptr<Plan> MakeCmsBatchPlan(CmsCommand command, std::string key,
+                                       std::vector<std::string> items,
+                                       std::vector<uint64_t> increments,
+                                       std::vector<PlanMember> members, CmsCache* cache,
+                                       const CmsConfig* config) {
+  return std::make_unique<cms_plan_internal::CmsPlan>(command, std::move(key), std::move(items),
+                                                      std::move(increments), std::move(members),
+                                                      cache, config);
 }
 
 }  // namespace bloomproxy::filters

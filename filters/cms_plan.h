@@ -19,11 +19,14 @@ namespace bloomproxy::filters {
 std::unique_ptr<Plan> MakeCmsPlan(const CmsRequest& request, std::string parse_error,
                                   CmsCache* cache, const CmsConfig* config);
 
-// One plan for several CMS.INCRBY (request.command kIncrBy) or CMS.QUERY (kQuery) commands on the
-// same sketch, whose pairs or items are request.increments / request.items split by `members`:
-// one BITFIELD for all, in order, so each member's reply is the one its own command would have
-// had run after the ones before it (MemberReplies()).
-std::unique_ptr<Plan> MakeCmsBatchPlan(const CmsRequest& request, std::vector<PlanMember> members,
-                                       CmsCache* cache, const CmsConfig* config);
+// One plan for several CMS.INCRBY (`command` kIncrBy: one increment per item) or CMS.QUERY
+// (kQuery: no increments) commands on sketch `key`, whose items are split by `members`: one
+// BITFIELD for all, in order, so each member's reply is the one its own command would have had
+// run after the ones before it (MemberReplies()). The plan keeps the vectors (no copy).
+std::unique_ptr<Plan> MakeCmsBatchPlan(CmsCommand command, std::string key,
+                                       std::vector<std::string> items,
+                                       std::vector<uint64_t> increments,
+                                       std::vector<PlanMember> members, CmsCache* cache,
+                                       const CmsConfig* config);
 
 }  // namespace bloomproxy::filters

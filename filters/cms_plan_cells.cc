@@ -120,7 +120,7 @@ void CmsPlan::EncodeOnePart(bool write, std::string* out) {
 }
 
 // The value each operation would have seen, from the reply's (one per distinct cell, or a GET
-// and the INCRBY of the sum): positions_ then index them in operation order.
+// and the INCRBY of the sum), in operation order.
 bool CmsPlan::OpValues(StepReplies& r, std::vector<int64_t>* values, std::string* error) {
   const std::vector<int64_t>* ints = r.Ints(first_bitfield_);
   if (ints == nullptr || ints->size() != values_expected_) {
@@ -144,8 +144,6 @@ bool CmsPlan::OpValues(StepReplies& r, std::vector<int64_t>* values, std::string
     }
     (*values)[op] = v;
   }
-  positions_.resize(values->size());
-  for (size_t k = 0; k < positions_.size(); ++k) positions_[k] = k;
   return true;
 }
 

@@ -87,10 +87,7 @@ bool CmsPlan::ReadSketch(const std::vector<std::string_view>& parts, size_t j, C
     if (p == 0) sketch->counter = CmsHeaderField(bytes, 0);
     const uint64_t first = p * m.part_cells;
     for (uint64_t c = 0; c < m.PartCells(p); ++c) {
-      const auto* b =
-          reinterpret_cast<const unsigned char*>(bytes.data() + kCmsHeaderBytes + 4 * c);
-      sketch->cells[first + c] =
-          (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+      sketch->cells[first + c] = CmsPartCell(bytes, c);
     }
   }
   return true;
@@ -105,12 +102,7 @@ std::vector<std::pair<std::string, std::string>> CmsPlan::DestParts(
     std::string content = p == 0 ? CmsHeader(merged.counter, CmsHeaderField(version, 0) + 1)
                                  : std::string(kCmsHeaderBytes, '\0');
     const uint64_t first = p * m.part_cells;
-    for (uint64_t c = 0; c < m.PartCells(p); ++c) {
-      const uint32_t v = merged.cells[first + c];
-      const char be[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
-                          static_cast<char>(v >> 8), static_cast<char>(v)};
-      content.append(be, 4);
-    }
+    for (uint64_t c = 0; c < m.PartCells(p); ++c) AppendCmsCell(&content, merged.cells[first + c]);
     out.emplace_back(m.PartKey(p), std::move(content));
   }
   return out;

@@ -13,15 +13,13 @@
 namespace bloomproxy::filters::cms_plan_internal {
 namespace {
 
-// The minimum of each item's cells, in item order (for INCRBY after its own increments).
-std::vector<int64_t> Minima(const std::vector<int64_t>& values,
-                            const std::vector<size_t>& positions, size_t items, uint64_t depth) {
+// The minimum of each item's cells, in item order (for INCRBY after its own increments), from
+// the operations' values in operation order (item-major).
+std::vector<int64_t> Minima(const std::vector<int64_t>& values, size_t items, uint64_t depth) {
   std::vector<int64_t> out;
   for (size_t i = 0; i < items; ++i) {
     int64_t min = kCmsCellMax;
-    for (uint64_t row = 0; row < depth; ++row) {
-      min = std::min(min, values[positions[i * depth + row]]);
-    }
+    for (uint64_t row = 0; row < depth; ++row) min = std::min(min, values[i * depth + row]);
     out.push_back(min);
   }
   return out;
@@ -71,12 +69,23 @@ void CmsPlan::PlanCells(bool write, std::vector<CmsPartOps>* parts) {
 void CmsPlan::Main(PlanStep* step) {
   phase_ = Phase::kMain;
   Requests& req = BeginStep(step);
-  std::vector<CmsPartOps> parts;
-  const bool write = command_ == CmsCommand::kIncrBy;
   written_.clear();
   whole_part_.clear();
   deduped_ = false;
-  if (command_ == CmsCommand::kQuery && meta_->Parts() == 1 &&
+  multi_part_ = false;
+  positions_.clear();
+  first_bitfield_ = req.count();
+  AddDataRequest(&req);
+  // The validation follows the data command (see the top of the file).
+  validation_at_ = req.count();
+  req.Add({"HMGET", name_, "cms", "id"});
+  EndStep(step);
+}
+
+void CmsPlan::AddDataRequest(Requests* req) {
+  const bool write = command_ == CmsCommand::kIncrBy;
+  const bool one_part = meta_->Parts() == 1;
+  if (command_ == CmsCommand::kQuery && one_part &&
       items_.size() * meta_->depth * kBytesPerRead >= meta_->PartBytes(0)) {
     // A batch that reads more cells than a whole part is worth: GET the part (a copy in Redis)
     // instead of parsing and answering thousands of BITFIELD operations.
@@ -85,47 +94,35 @@ void CmsPlan::Main(PlanStep* step) {
         whole_part_.push_back(CmsItemCell(item, meta_->width, row));
       }
     }
-    first_bitfield_ = req.count();
-    multi_part_ = false;
-    req.Add({"GET", meta_->PartKey(0)});
-    validation_at_ = req.count();
-    req.Add({"HMGET", name_, "cms", "id"});
-    return EndStep(step);
+    req->Add({"GET", meta_->PartKey(0)});
+    return;
   }
-  if (command_ != CmsCommand::kInfo && meta_->Parts() == 1) {
+  if (command_ != CmsCommand::kInfo && one_part) {
     std::string request;
     EncodeOnePart(write, &request);
-    first_bitfield_ = req.count();
-    multi_part_ = false;
-    req.AddEncoded(request, write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO");
+    req->AddEncoded(request, write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO");
     if (write) written_.push_back(meta_->PartKey(0));
-    validation_at_ = req.count();
-    req.Add({"HMGET", name_, "cms", "id"});
-    return EndStep(step);
+    return;
   }
+  std::vector<CmsPartOps> parts;
   if (command_ == CmsCommand::kInfo) {
     parts.push_back({meta_->PartKey(0), {"GET", "i64", "0"}});
-    positions_.clear();
     values_expected_ = 1;
   } else {
     PlanCells(write, &parts);
   }
-  first_bitfield_ = req.count();
   multi_part_ = parts.size() > 1;
   if (multi_part_) {
-    AddCmsMultiBitfield(&req, parts);
+    AddCmsMultiBitfield(req, parts);
   } else {
     std::vector<std::string_view> args = {write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO",
                                           parts[0].key};
     args.insert(args.end(), parts[0].args.begin(), parts[0].args.end());
-    req.Add(args);
+    req->Add(args);
   }
   if (write) {
     for (const CmsPartOps& p : parts) written_.push_back(p.key);
   }
-  validation_at_ = req.count();
-  req.Add({"HMGET", name_, "cms", "id"});
-  EndStep(step);
 }
 
 bool CmsPlan::StillTheSketch(StepReplies& r, size_t at, std::string* error) const {
@@ -134,7 +131,7 @@ bool CmsPlan::StillTheSketch(StepReplies& r, size_t at, std::string* error) cons
     return false;
   }
   if (r.IsErrorReply(at)) {
-    if (r.Frame(at).substr(0, 10) == "-WRONGTYPE") return false;  // another type: not the sketch
+    if (IsWrongType(r.Frame(at))) return false;  // another type: not the sketch
     *error = UpstreamError(r.Frame(at), Named("HMGET"));
     return false;
   }
@@ -169,10 +166,15 @@ bool CmsPlan::CollectValues(StepReplies& r, std::vector<int64_t>* values, std::s
                                    DescribeFrame(r.Frame(first_bitfield_)));
     return false;
   }
+  if (!positions_.empty()) {  // several parts: the replies in part order, back in operation order
+    std::vector<int64_t> ops(positions_.size());
+    for (size_t op = 0; op < ops.size(); ++op) ops[op] = (*values)[positions_[op]];
+    values->swap(ops);
+  }
   return true;
 }
 
-// The cells of whole_part_ from the GET of the part; positions_ index them in order.
+// The cells of whole_part_ from the GET of the part, in operation order.
 bool CmsPlan::CellsOfPart(StepReplies& r, std::vector<int64_t>* values, std::string* error) {
   const redisReply* v = r.Get(first_bitfield_);
   const uint64_t want = meta_->PartBytes(0);
@@ -181,15 +183,9 @@ bool CmsPlan::CellsOfPart(StepReplies& r, std::vector<int64_t>* values, std::str
                                           DescribeFrame(r.Frame(first_bitfield_)));
     return false;
   }
-  const auto* bytes = reinterpret_cast<const unsigned char*>(v->str) + kCmsHeaderBytes;
+  const std::string_view part(v->str, v->len);
   values->reserve(whole_part_.size());
-  for (uint64_t cell : whole_part_) {
-    const unsigned char* b = bytes + 4 * cell;
-    values->push_back(static_cast<int64_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
-                                           (uint32_t{b[2]} << 8) | uint32_t{b[3]}));
-  }
-  positions_.resize(values->size());
-  for (size_t k = 0; k < positions_.size(); ++k) positions_[k] = k;
+  for (uint64_t cell : whole_part_) values->push_back(CmsPartCell(part, cell));
   return true;
 }
 
@@ -228,7 +224,7 @@ std::string CmsPlan::ItemsReply(const std::vector<int64_t>& minima, size_t first
 }
 
 void CmsPlan::FinishItems(const std::vector<int64_t>& values, PlanStep* step) {
-  const std::vector<int64_t> minima = Minima(values, positions_, items_.size(), meta_->depth);
+  const std::vector<int64_t> minima = Minima(values, items_.size(), meta_->depth);
   // (The runner sends a plan of one member its final reply.)
   if (members_.size() <= 1) return Finish(step, ItemsReply(minima, 0, items_.size()));
   for (const PlanMember& m : members_) {

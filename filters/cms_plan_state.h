@@ -32,6 +32,11 @@ class CmsPlan : public Plan {
   CmsPlan(const CmsRequest& request, std::string parse_error, CmsCache* cache,
           const CmsConfig* config, std::vector<PlanMember> members = {});
 
+  // A batch (MakeCmsBatchPlan): INCRBY or QUERY, arguments already parsed and owned.
+  CmsPlan(CmsCommand command, std::string key, std::vector<std::string> items,
+          std::vector<uint64_t> increments, std::vector<PlanMember> members, CmsCache* cache,
+          const CmsConfig* config);
+
   void Start(PlanStep* step) override;
   const std::vector<std::string>& MemberReplies() const override { return member_replies_; }
   void OnReplies(StepReplies& r, PlanStep* step) override;
@@ -61,6 +66,7 @@ class CmsPlan : public Plan {
   // --- INCRBY, QUERY, INFO (cms_plan_ops.cc) ----------------------------------------------
 
   void Main(PlanStep* step);
+  void AddDataRequest(Requests* req);  // the data command of Main's step
   void OnMain(StepReplies& r, PlanStep* step);
   // Whether the validation reply (HMGET name cms id) shows the sketch as cached; *error when
   // it is an error that ends the command.
@@ -106,8 +112,9 @@ class CmsPlan : public Plan {
   std::vector<Fetched> fetched_;
   std::shared_ptr<CmsMeta> meta_;  // the sketch at name_
 
-  // The main step: its BITFIELD replies' integers, concatenated in request order, hold the
-  // value of row r of item i at positions_[i * depth + r].
+  // The main step on several parts: its BITFIELD replies' integers, concatenated in request
+  // order, hold the value of row r of item i at positions_[i * depth + r] (CollectValues puts
+  // them back in operation order; every other path reads them in that order).
   void PlanCells(bool write, std::vector<CmsPartOps>* parts);
   // One part (cms_plan_cells.cc): each distinct cell of the step once (a cell several commands
   // of a batch increment: GET, then one INCRBY of their sum), the values of the operations

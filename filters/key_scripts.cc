@@ -248,10 +248,14 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
                                                    : kind == Kind::kType     ? 3
                                                                              : 1);
   std::string marker, cms_marker;
+  auto markers_of = [&marker, &cms_marker](std::string_view name) {
+    const std::string prefix = DataKeyPrefix(name);
+    marker = MarkerKey(prefix, name);
+    cms_marker = CmsMarkerKey(prefix, name);
+  };
   switch (kind) {
     case Kind::kType:
-      marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
-      cms_marker = CmsMarkerKey(DataKeyPrefix(args[1]), args[1]);
+      markers_of(args[1]);
       out = {upstream == protocol::UpstreamKind::kShardingProxy ? "EVAL" : "EVAL_RO",
              TypeScript(),
              count_storage,
@@ -275,14 +279,12 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
       out = {"EVAL", RenameScript(), count_storage, args[1], args[2]};
       break;
     case Kind::kCopy:
-      marker = MarkerKey(DataKeyPrefix(args[1]), args[1]);
-      cms_marker = CmsMarkerKey(DataKeyPrefix(args[1]), args[1]);
+      markers_of(args[1]);
       out = {"EVAL", kCopyScript, count_storage, args[1], args[2], marker, cms_marker};
       out.insert(out.end(), args.begin(), args.end());
       break;
     case Kind::kEncoding:
-      marker = MarkerKey(DataKeyPrefix(args[2]), args[2]);
-      cms_marker = CmsMarkerKey(DataKeyPrefix(args[2]), args[2]);
+      markers_of(args[2]);
       out = {upstream == protocol::UpstreamKind::kShardingProxy ? "EVAL" : "EVAL_RO",
              kEncodingScript,
              count_storage,

@@ -126,6 +126,9 @@ std::string Unexpected(const ReplyCheck& c, std::string_view detail);
 // unexpected-reply error that quotes them. So does an error without an upper-case code.
 std::string UpstreamError(std::string_view frame, const ReplyCheck& c);
 
+// Whether `frame` is Redis's WRONGTYPE error: the key holds another type.
+inline bool IsWrongType(std::string_view frame) { return frame.substr(0, 10) == "-WRONGTYPE"; }
+
 // An integer reply (":<v>\r\n"); false for anything else.
 bool FrameInt(std::string_view f, int64_t* v);
 

@@ -29,6 +29,10 @@ inline constexpr std::string_view kBadProtoVersion =
 inline constexpr std::string_view kBadClientName =
     "-ERR Client names cannot contain spaces, newlines or special characters.\r\n";
 
+// A command against a key of another type (Redis's shared.wrongtypeerr).
+inline constexpr std::string_view kWrongType =
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+
 // Limits.
 inline constexpr std::string_view kMaxClients = "-ERR max number of clients reached\r\n";
 

@@ -61,63 +61,56 @@ void Server::LaunchBatches() {
   batches.swap(batches_);
   for (auto& b : batches) {
     if (!IsCms(b->kind)) {
-      LaunchBatch(std::move(b));
+      LaunchBfBatch(std::move(b));
       continue;
     }
-    const std::string id = b->Id();
+    std::string id = b->Id();
     auto held = held_batches_.find(id);
     if (held == held_batches_.end()) {
-      LaunchBatch(std::move(b));
+      LaunchCmsBatch(std::move(b), std::move(id));
     } else if (held->second == nullptr) {
       held->second = std::move(b);  // waits for the one upstream
     } else {
       held->second->Append(std::move(*b));
-      if (held->second->items.size() > kMaxHeldItems) LaunchBatch(std::move(held->second));
+      if (held->second->items.size() > kMaxHeldItems) {
+        LaunchCmsBatch(std::move(held->second), std::move(id));
+      }
     }
   }
 }
 
-void Server::LaunchBatch(std::unique_ptr<SketchBatch> b) {
-  if (!IsCms(b->kind)) {
-    filters::BfRequest request;
-    request.command =
-        b->kind == BatchKind::kBfExists ? filters::BfCommand::kMExists : filters::BfCommand::kMAdd;
-    request.key = b->key;
-    request.error_rate = bf_config_.defaults.error_rate;
-    request.capacity = bf_config_.defaults.capacity;
-    request.expansion = bf_config_.defaults.expansion;
-    request.items.assign(b->items.begin(), b->items.end());
-    std::unique_ptr<filters::Plan> plan =
-        filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
-    PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key));
-    return;
-  }
-  filters::CmsRequest request;
+void Server::LaunchBfBatch(std::unique_ptr<SketchBatch> b) {
+  filters::BfRequest request;
   request.command =
-      b->kind == BatchKind::kCmsIncrBy ? filters::CmsCommand::kIncrBy : filters::CmsCommand::kQuery;
+      b->kind == BatchKind::kBfExists ? filters::BfCommand::kMExists : filters::BfCommand::kMAdd;
   request.key = b->key;
-  for (size_t i = 0; i < b->items.size(); ++i) {
-    if (request.command == filters::CmsCommand::kQuery) {
-      request.items.push_back(b->items[i]);
-    } else {
-      request.increments.push_back({b->items[i], b->increments[i]});
-    }
-  }
+  request.error_rate = bf_config_.defaults.error_rate;
+  request.capacity = bf_config_.defaults.capacity;
+  request.expansion = bf_config_.defaults.expansion;
+  request.items.assign(b->items.begin(), b->items.end());
   std::unique_ptr<filters::Plan> plan =
-      filters::MakeCmsBatchPlan(request, std::move(b->members), &cms_cache_, &cms_config_);
+      filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
+  PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key));
+}
+
+void Server::LaunchCmsBatch(std::unique_ptr<SketchBatch> b, std::string id) {
+  const filters::CmsCommand command =
+      b->kind == BatchKind::kCmsIncrBy ? filters::CmsCommand::kIncrBy : filters::CmsCommand::kQuery;
+  std::unique_ptr<filters::Plan> plan =
+      filters::MakeCmsBatchPlan(command, b->key, std::move(b->items), std::move(b->increments),
+                                std::move(b->members), &cms_cache_, &cms_config_);
   // Upstream now: until it is answered, the next batch of its kind on the sketch waits.
-  const std::string id = b->Id();
   held_batches_.try_emplace(id);
   PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key),
-                  [this, id] { BatchDone(id); });
+                  [this, id = std::move(id)] { BatchDone(id); });
 }
 
-void Server::BatchDone(const std::string& id) {
+void Server::BatchDone(std::string id) {
   auto held = held_batches_.find(id);
   if (held == held_batches_.end()) return;
   std::unique_ptr<SketchBatch> next = std::move(held->second);
   held_batches_.erase(held);
-  if (next != nullptr) LaunchBatch(std::move(next));
+  if (next != nullptr) LaunchCmsBatch(std::move(next), std::move(id));
 }
 
 }  // namespace bloomproxy::proxy

@@ -402,8 +402,9 @@ class Client {
   // BF.* commands (filters/bf_plan.h); kForward when the command is not one.
   Dispatched HandleFilterCommand(const protocol::Command& cmd);
   Dispatched HandleCmsCommand(const protocol::Command& cmd);
-  // KEYS and SCAN (while sketches are emulated): their reply loses the internal keys.
-  void HideInternalKeys(const protocol::Command& cmd, Pending* slot) const;
+  // KEYS and SCAN (while sketches are emulated): their reply loses the internal keys (hook
+  // kHideKeys; *scan is its arg).
+  bool HidesInternalKeys(const protocol::Command& cmd, int64_t* scan) const;
   // A key command that must act on whole filters (DEL, EXPIRE, RENAME, TYPE, ...): *request gets
   // the Lua script request that runs it (filters/key_scripts.h). False for other commands.
   bool RewriteKeyCommand(const protocol::Command& cmd, std::string* request);

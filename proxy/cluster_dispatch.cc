@@ -150,7 +150,7 @@ Client::Dispatched Client::FanOut(const Command& cmd, const Route& route) {
     parts[i].up_to_date = route.effect == protocol::Effect::kWait;
   }
   Pending* slot = NewRoutedSlot();
-  HideInternalKeys(cmd, slot);
+  if (HidesInternalKeys(cmd, &slot->arg)) slot->hook = Hook::kHideKeys;
   SplitRequest::Run(server_, slot, shared_slot_, std::move(parts), route.merge, 0);
   return Dispatched::kDone;
 }
@@ -181,7 +181,7 @@ Client::Dispatched Client::ScanMasters(const Command& cmd) {
   parts[0].slot = server_->router().OtherSlotOf(masters[node], -1);
   protocol::AppendCommand(&parts[0].request, args);
   Pending* slot = NewRoutedSlot();
-  HideInternalKeys(cmd, slot);
+  if (HidesInternalKeys(cmd, &slot->arg)) slot->hook = Hook::kHideKeys;
   SplitRequest::Run(server_, slot, shared_slot_, std::move(parts), protocol::Merge::kNone, 0,
                     static_cast<int>(node), masters.size());
   return Dispatched::kDone;

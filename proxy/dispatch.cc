@@ -205,9 +205,8 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
 }
 
 void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoing* out) {
-  if ((name == "keys" || name == "scan") && server_->emulated() != 0) {
+  if (HidesInternalKeys(cmd, &out->arg)) {
     out->hook = Hook::kHideKeys;
-    out->arg = name == "scan" ? 1 : 0;
     return;
   }
   if (name == "info") {

@@ -132,12 +132,11 @@ Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {
                    writes);
 }
 
-void Client::HideInternalKeys(const Command& cmd, Pending* slot) const {
-  if (server_->emulated() == 0) return;
-  if (IEquals(cmd.args[0], "keys") || IEquals(cmd.args[0], "scan")) {
-    slot->hook = Hook::kHideKeys;
-    slot->arg = IEquals(cmd.args[0], "scan") ? 1 : 0;
-  }
+bool Client::HidesInternalKeys(const Command& cmd, int64_t* scan) const {
+  const bool scanning = IEquals(cmd.args[0], "scan");
+  if (server_->emulated() == 0 || !(scanning || IEquals(cmd.args[0], "keys"))) return false;
+  *scan = scanning ? 1 : 0;
+  return true;
 }
 
 bool Client::RewriteKeyCommand(const Command& cmd, std::string* request) {

@@ -145,8 +145,9 @@ class Server {
   void Reload();
   // proxy/batch.cc: this loop turn's batches go upstream, or wait for the one before them.
   void LaunchBatches();
-  void LaunchBatch(std::unique_ptr<SketchBatch> batch);
-  void BatchDone(const std::string& id);
+  void LaunchBfBatch(std::unique_ptr<SketchBatch> batch);
+  void LaunchCmsBatch(std::unique_ptr<SketchBatch> batch, std::string id);  // id: batch->Id()
+  void BatchDone(std::string id);
   void MaybeFinishShutdown();
 
   conf::Options options_;

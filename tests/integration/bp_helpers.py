@@ -699,3 +699,14 @@ def stop_proxies(request, started):
             print(f"===== bloomproxy output ({p.log_path}) =====")
             print(p.log())
     assert not problems, "; ".join(problems)
+
+
+def scan_all(conn, *args, limit=100000):
+    """Every key of a full SCAN iteration (with `args`, e.g. COUNT 7), in order."""
+    out, cursor = [], b"0"
+    for _ in range(limit):
+        cursor, page = conn.command("SCAN", cursor, *args)
+        out += page
+        if cursor == b"0":
+            return out
+    raise AssertionError(f"SCAN did not end within {limit} calls")

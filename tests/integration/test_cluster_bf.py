@@ -227,17 +227,6 @@ def test_internal_keys_in_the_name_slot_on_one_master(redis_cluster, cluster_pro
             assert_filter_is(c, name, model, items)
 
 
-def scan_all(conn, *args, limit=100000):
-    """Every key of a full SCAN iteration (with `args`, e.g. COUNT 7), in order."""
-    out, cursor = [], b"0"
-    for _ in range(limit):
-        cursor, page = conn.command("SCAN", cursor, *args)
-        out += page
-        if cursor == b"0":
-            return out
-    raise AssertionError(f"SCAN did not end within {limit} calls")
-
-
 def test_three_proxies_share_filters(redis_cluster, cluster_proxy):
     """Three writers, each through its own proxy, add overlapping items to three filters (one
     per master) at once: every item is then found through every proxy, and each filter is

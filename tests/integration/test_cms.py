@@ -22,7 +22,7 @@ import time
 import pytest
 
 from bf_vectors import key_hash_slot, run_commands
-from bp_helpers import RawConn, encode_command as cmd, wait_until
+from bp_helpers import RawConn, encode_command as cmd, scan_all, wait_until
 from cms_vectors import (COPY_REFUSED, CROSSSLOT, KEY_MISSING, WRONGTYPE, ModelSketch,
                          internal_keys_of, part_keys_of, read_sketch)
 from test_bf_concurrency import run_threads
@@ -211,16 +211,6 @@ def test_rename_keeps_counts_and_ttl(cmsp, redis_instance):
 
 # ---------------------------------------------------------------------------------------------
 # KEYS and SCAN
-
-
-def scan_all(conn, *args, limit=100000):
-    out, cursor = [], b"0"
-    for _ in range(limit):
-        cursor, page = conn.command("SCAN", cursor, *args)
-        out += page
-        if cursor == b"0":
-            return out
-    raise AssertionError(f"SCAN did not end within {limit} calls")
 
 
 def test_keys_and_scan_hide_internal_keys(cmsp, redis_instance):

@@ -281,11 +281,8 @@ TEST_F(CmsPlanTest, BatchRepliesAreThoseOfTheCommandsInOrder) {
       members.push_back(member);
       expected.push_back(reply);
     }
-    CmsRequest request;
-    request.command = CmsCommand::kIncrBy;
-    request.key = "s";
-    for (size_t k = 0; k < items.size(); ++k) request.increments.push_back({items[k], values[k]});
-    std::unique_ptr<Plan> plan = MakeCmsBatchPlan(request, members, &cache_, &config_);
+    std::unique_ptr<Plan> plan =
+        MakeCmsBatchPlan(CmsCommand::kIncrBy, "s", items, values, members, &cache_, &config_);
     Drive(plan.get());
     EXPECT_EQ(plan->MemberReplies(), expected) << "round " << round;
   }
