@@ -30,7 +30,7 @@ constexpr size_t kMaxHeldItems = 65536;
 
 std::string SketchBatch::Id() const {
   return std::to_string(static_cast<int>(kind)) + ":" +
-         std::to_string(reinterpret_cast<uintptr_t>(conn)) + ":" + key;
+         std::to_string(conn_id) + ":" + key;
 }
 
 void SketchBatch::Append(SketchBatch&& later) {
@@ -46,12 +46,13 @@ void SketchBatch::Append(SketchBatch&& later) {
 
 SketchBatch* Server::OpenBatch(BatchKind kind, std::string_view key, UpstreamConn* conn) {
   for (auto& b : batches_) {
-    if (b->kind == kind && b->conn == conn && b->key == key) return b.get();
+    if (b->kind == kind && b->conn_id == conn->id() && b->key == key) return b.get();
   }
   auto b = std::make_unique<SketchBatch>();
   b->kind = kind;
   b->key.assign(key);
-  b->conn = conn;
+  b->conn = UpstreamRef(conn);
+  b->conn_id = conn->id();
   batches_.push_back(std::move(b));
   return batches_.back().get();
 }

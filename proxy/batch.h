@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "filters/plan.h"
+#include "proxy/upstream.h"
 
 namespace bloomproxy::proxy {
 
-class UpstreamConn;
 struct Pending;
 
 // What a batch gathers: commands of one kind on one structure.
@@ -28,7 +28,8 @@ enum class BatchKind : uint8_t {
 struct SketchBatch {
   BatchKind kind = BatchKind::kBfAdd;
   std::string key;
-  UpstreamConn* conn = nullptr;
+  UpstreamRef conn;      // may close (and be freed) before the batch goes upstream
+  uint64_t conn_id = 0;  // conn's id(): a freed connection's address may be reused
   std::vector<std::string> items;
   std::vector<uint64_t> increments;  // CMS.INCRBY: one per item
   std::vector<filters::PlanMember> members;

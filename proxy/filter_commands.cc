@@ -235,7 +235,7 @@ Client::Dispatched Client::StartPlan(std::string_view key, std::unique_ptr<filte
   // Later commands of this client wait for the plan (see Dispatch).
   Pending* p = NewPlanSlot(target);
   if (writes && target->shared()) p->MarkSharedWrite();
-  PlanRunner::Run(server_, {p}, target, std::move(plan), protocol::KeySlot(key));
+  PlanRunner::Run(server_, {p}, UpstreamRef(target), std::move(plan), protocol::KeySlot(key));
   return Dispatched::kDone;
 }
 

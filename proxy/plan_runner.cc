@@ -9,16 +9,16 @@
 
 namespace bloomproxy::proxy {
 
-PlanRunner::PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
+PlanRunner::PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamRef conn,
                        std::unique_ptr<filters::Plan> plan)
-    : server_(server), slots_(std::move(slots)), conn_(conn), plan_(std::move(plan)) {}
+    : server_(server), slots_(std::move(slots)), conn_(std::move(conn)), plan_(std::move(plan)) {}
 
-void PlanRunner::Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
+void PlanRunner::Run(Server* server, std::vector<Pending*> slots, UpstreamRef conn,
                      std::unique_ptr<filters::Plan> plan, int key_slot,
                      std::function<void()> done) {
   // A client that leaves now orphans its slot; the runner frees it.
   for (Pending* slot : slots) slot->in_flight = true;
-  auto* runner = new PlanRunner(server, std::move(slots), conn, std::move(plan));
+  auto* runner = new PlanRunner(server, std::move(slots), std::move(conn), std::move(plan));
   runner->key_slot_ = key_slot;
   runner->done_ = std::move(done);
   if (!runner->slots_.empty() && runner->slots_[0]->client != nullptr) {
@@ -34,22 +34,19 @@ void PlanRunner::Send(filters::PlanStep& step) {
     if (step.done) return Finish(std::move(step.reply));
     return Finish("-ERR internal error: plan step without requests\r\n");
   }
-  const bool cluster = server_->router().cluster();
-  if (!conn_->usable()) {
-    // The wording of the connection's own error replies (UpstreamConn::Close).
+  if (!conn_.open()) {
+    // Closed since the plan began, maybe freed: the error reply its slots got.
     if (step.done) return Finish(std::move(step.reply));
-    return Finish(cluster ? std::string(protocol::errors::kClusterDown)
-                          : protocol::errors::UpstreamUnavailable(conn_->address().text + ": " +
-                                                                  conn_->last_error()));
+    return Finish(conn_.fate->reply);
   }
-  if (cluster && conn_->shared()) return SendParts(step);
+  if (server_->router().cluster() && conn_.conn->shared()) return SendParts(step);
   // Requests of the last step are still sent (cleanup, counts); their replies are dropped by an
   // internal slot.
   auto* p = new Pending;
   p->plan_step = true;
   p->frames_left = static_cast<int32_t>(step.replies);
   if (!step.done) p->plan = this;
-  conn_->Send(std::move(step.requests), p);
+  conn_.conn->Send(std::move(step.requests), p);
   if (step.done) Finish(std::move(step.reply));
 }
 
@@ -79,7 +76,7 @@ void PlanRunner::SendParts(filters::PlanStep& step) {
     p->cluster_slot = key_slot_;
     p->request.assign(rest.substr(0, length));
     rest.remove_prefix(length);
-    conn_->Send(std::string_view(p->request), p);
+    conn_.conn->Send(std::string_view(p->request), p);
   }
   if (step.done) Finish(std::move(step.reply));
 }

@@ -13,11 +13,11 @@
 
 #include "filters/bf_plan.h"
 #include "proxy/reply_sink.h"
+#include "proxy/upstream.h"
 
 namespace bloomproxy::proxy {
 
 class Server;
-class UpstreamConn;
 struct Pending;
 
 class PlanRunner : public ReplySink {
@@ -25,8 +25,9 @@ class PlanRunner : public ReplySink {
   // Starts `plan` for `slots` (one per command; marked in flight until the plan is done). With
   // several slots, slot i gets the plan's MemberReplies()[i]. `key_slot`: the cluster slot of
   // the plan's keys (a filter's keys share one), for the redirections of its requests.
-  // `done`, if set, runs once the plan is over and its replies are delivered.
-  static void Run(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
+  // `done`, if set, runs once the plan is over and its replies are delivered. `conn` may have
+  // closed since it was chosen: the plan then ends with the connection's error reply.
+  static void Run(Server* server, std::vector<Pending*> slots, UpstreamRef conn,
                   std::unique_ptr<filters::Plan> plan, int key_slot = -1,
                   std::function<void()> done = nullptr);
 
@@ -43,7 +44,7 @@ class PlanRunner : public ReplySink {
   size_t hint() const override { return hint_; }
 
  private:
-  PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamConn* conn,
+  PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamRef conn,
              std::unique_ptr<filters::Plan> plan);
   void Send(filters::PlanStep& step);
   // Sends the step's requests one part each (cluster).
@@ -52,7 +53,7 @@ class PlanRunner : public ReplySink {
 
   Server* server_;
   std::vector<Pending*> slots_;
-  UpstreamConn* conn_;
+  UpstreamRef conn_;  // checked before each step: it may close between two
   std::unique_ptr<filters::Plan> plan_;
   std::unique_ptr<filters::StepReplies> replies_;
   int key_slot_ = -1;

@@ -46,6 +46,27 @@ struct UpstreamAddress {
 // failure.
 bool ResolveUpstream(const std::string& spec, UpstreamAddress* out, std::string* error);
 
+// What outlives a connection, for whoever holds on to it across loop turns (a batch waiting for
+// its turn to end, a plan between two steps): whether it closed, and the error reply its slots got
+// then. A closed connection is freed once libuv lets go of its handles, so its pointer must not
+// be followed after `closed`.
+struct ConnFate {
+  bool closed = false;
+  std::string reply;  // the error reply of UpstreamConn::Close
+};
+
+class UpstreamConn;
+
+// A connection held across loop turns: the pointer, and its fate to check before following it.
+struct UpstreamRef {
+  UpstreamRef() = default;
+  explicit UpstreamRef(UpstreamConn* c);
+  UpstreamConn* conn = nullptr;
+  std::shared_ptr<const ConnFate> fate;
+  // Still open (false once closed, and so before it may be freed).
+  bool open() const { return conn != nullptr && !fate->closed; }
+};
+
 class UpstreamConn {
  public:
   enum class State { kConnecting, kReady, kClosed };
@@ -125,6 +146,8 @@ class UpstreamConn {
 
   // Identifier in logs.
   uint64_t id() const { return id_; }
+  // Shared with the UpstreamRefs held on this connection.
+  const std::shared_ptr<ConnFate>& fate() const { return fate_; }
 
  private:
   // The upstream's CLIENT ID of this connection, published with its owner in the PinRegistry
@@ -169,6 +192,7 @@ class UpstreamConn {
   bool flush_queued_ = false;
   int open_handles_ = 0;
   std::string last_error_;
+  std::shared_ptr<ConnFate> fate_ = std::make_shared<ConnFate>();
 
   union {
     uv_tcp_t tcp;

@@ -506,6 +506,8 @@ void UpstreamConn::FailAll(const std::string& reply) {
   }
 }
 
+UpstreamRef::UpstreamRef(UpstreamConn* c) : conn(c), fate(c->fate()) {}
+
 void UpstreamConn::Close(const std::string& reason) {
   if (state_ == State::kClosed) return;
   const bool was_ready = state_ == State::kReady;
@@ -529,6 +531,8 @@ void UpstreamConn::Close(const std::string& reason) {
       server_->router().cluster()
           ? std::string(protocol::errors::kClusterDown)
           : protocol::errors::UpstreamUnavailable(HostOf(pool_->address()) + ": " + reason);
+  fate_->closed = true;
+  fate_->reply = reply;
   FailAll(reply);
   pool_->OnConnClosed(this);
   out_.Clear();

@@ -90,7 +90,7 @@ Client::Dispatched Client::SendWithUpstreamId(const protocol::Command& cmd, size
   Pending* p = NewPlanSlot(target);
   p->hook = out.hook;
   p->arg = out.arg;
-  PlanRunner::Run(server_, {p}, target,
+  PlanRunner::Run(server_, {p}, UpstreamRef(target),
                   std::make_unique<UpstreamIdPlan>(std::move(args), id_arg,
                                                    static_cast<uint64_t>(id), named.address));
   return Dispatched::kDone;
