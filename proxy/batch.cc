@@ -29,8 +29,7 @@ constexpr size_t kMaxHeldItems = 65536;
 }  // namespace
 
 std::string SketchBatch::Id() const {
-  return std::to_string(static_cast<int>(kind)) + ":" +
-         std::to_string(conn_id) + ":" + key;
+  return std::to_string(static_cast<int>(kind)) + ":" + std::to_string(conn_id) + ":" + key;
 }
 
 void SketchBatch::Append(SketchBatch&& later) {
