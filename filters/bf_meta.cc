@@ -238,4 +238,54 @@ std::vector<std::string> FilterMeta::DataKeys() const {
   return keys;
 }
 
+std::vector<std::string> MetaHashFields(const FilterMeta& meta) {
+  std::vector<std::string> fields = {std::string(kMarkerField),
+                                     std::string(kMarkerValue),
+                                     "id",
+                                     meta.id,
+                                     "error",
+                                     DoubleBits(meta.error),
+                                     "capacity",
+                                     U64(meta.capacity),
+                                     "expansion",
+                                     U64(meta.expansion),
+                                     "options",
+                                     U64(meta.options),
+                                     "shard",
+                                     U64(meta.shard_bytes)};
+  for (size_t l = 0; l < meta.links.size(); ++l) {
+    fields.push_back("l" + std::to_string(l));
+    fields.push_back(EncodeLink(meta.links[l]));
+  }
+  return fields;
+}
+
+FilterMeta NewFilterMeta(std::string_view name, const BfRequest& req, const DumpHeader* header,
+                         const BfConfig& config) {
+  FilterMeta meta;
+  meta.id = NewId();
+  meta.prefix = DataKeyPrefix(name);
+  meta.shard_bytes = config.max_shard_bytes;
+  if (header != nullptr) {
+    meta.options = header->options;
+    meta.expansion = header->expansion;
+    meta.error = header->links[0].params.error;
+    meta.capacity = header->links[0].params.capacity;
+    for (const DumpLink& l : header->links) {
+      meta.links.push_back(l.params);
+      meta.counts.push_back(static_cast<int64_t>(l.items));
+    }
+    // The chain's own error rate: the first link of a scaling chain has half of it.
+    if (!meta.nonscaling()) meta.error *= 2;
+    return meta;
+  }
+  meta.error = req.error_rate;
+  meta.capacity = req.capacity;
+  meta.expansion = req.nonscaling ? 0 : req.expansion;
+  meta.options = req.nonscaling ? kOptionsNonScaling : kOptionsScaling;
+  meta.links.push_back(ChainLink(meta.error, meta.capacity, meta.expansion, req.nonscaling, 0));
+  meta.counts.push_back(0);
+  return meta;
+}
+
 }  // namespace bloomproxy::filters

@@ -107,6 +107,14 @@ MetaStatus MetaFromFields(std::string_view name,
                           const std::vector<std::pair<std::string_view, std::string_view>>& f,
                           bool strict, std::shared_ptr<FilterMeta>* out, std::string* problem);
 
+// A new filter named `name` (a fresh id): from `req`'s parameters (BF.RESERVE, BF.INSERT, or the
+// defaults of BF.ADD), or from a BF.LOADCHUNK dump header when `header` is set.
+FilterMeta NewFilterMeta(std::string_view name, const BfRequest& req, const DumpHeader* header,
+                         const BfConfig& config);
+
+// The fields and values of a filter's metadata hash, as HSET takes them (marker first).
+std::vector<std::string> MetaHashFields(const FilterMeta& meta);
+
 // HMGET of the fields a key-level plan needs to find a filter's data keys.
 std::vector<std::string> MetaFieldList();
 // Appends HMGET `key` of MetaFieldList() to `req`.

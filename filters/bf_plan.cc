@@ -235,18 +235,8 @@ void BfPlan::OnFetch(StepReplies& r, PlanStep* step) {
     if (ReplyForAbsent(state, step)) return;
     if (req_.command == BfCommand::kLoadChunk) {
       // The header is looked at once the key is known to be free, as RedisBloom does.
-      if (!DecodeDumpHeader(data_, &header_)) return Finish(step, std::string(kBadData));
-      // Dumps of very old RedisBloom filters (32-bit hash, power-of-two modulus) would need
-      // other bit maths.
-      bool old_format = (header_.options & kOptHash64) == 0;
-      for (const DumpLink& l : header_.links) old_format = old_format || l.params.n2 != 0;
-      if (old_format) return Finish(step, std::string(kOldDump));
-      // A scaling chain whose new links would take no items (RedisBloom never writes one:
-      // BF.RESERVE refuses a capacity or expansion of 0) would add links for ever.
-      if ((header_.options & kOptNoScaling) == 0 &&
-          (header_.expansion == 0 || header_.links[0].params.capacity == 0)) {
-        return Finish(step, std::string(kBadData));
-      }
+      std::string error = LoadHeaderError(data_, &header_);
+      if (!error.empty()) return Finish(step, std::move(error));
     }
     return Create(step);
   }

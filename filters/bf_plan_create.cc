@@ -21,61 +21,12 @@ namespace bloomproxy::filters::bf_plan_internal {
 
 // --- creation ---------------------------------------------------------------------------
 
-namespace {
-
-// The fields of a filter's metadata hash (bf_meta.h), as HSET takes them.
-std::vector<std::string> MetaFields(const FilterMeta& meta) {
-  std::vector<std::string> fields = {std::string(kMarkerField),
-                                     std::string(kMarkerValue),
-                                     "id",
-                                     meta.id,
-                                     "error",
-                                     DoubleBits(meta.error),
-                                     "capacity",
-                                     U64(meta.capacity),
-                                     "expansion",
-                                     U64(meta.expansion),
-                                     "options",
-                                     U64(meta.options),
-                                     "shard",
-                                     U64(meta.shard_bytes)};
-  for (size_t l = 0; l < meta.links.size(); ++l) {
-    fields.push_back("l" + std::to_string(l));
-    fields.push_back(EncodeLink(meta.links[l]));
-  }
-  return fields;
-}
-
-}  // namespace
-
 // A new filter: its bits and counts first, then its metadata, published with RENAMENX so
 // that exactly one creator wins, whatever the name holds.
 void BfPlan::Create(PlanStep* step) {
   phase_ = Phase::kCreate;
-  auto meta = std::make_shared<FilterMeta>();
-  meta->id = NewId();
-  meta->prefix = DataKeyPrefix(name_);
-  meta->shard_bytes = config_->max_shard_bytes;
-  if (req_.command == BfCommand::kLoadChunk) {
-    meta->options = header_.options;
-    meta->expansion = header_.expansion;
-    meta->error = header_.links[0].params.error;
-    meta->capacity = header_.links[0].params.capacity;
-    for (const DumpLink& l : header_.links) {
-      meta->links.push_back(l.params);
-      meta->counts.push_back(static_cast<int64_t>(l.items));
-    }
-    // The chain's own error rate: the first link of a scaling chain has half of it.
-    if (!meta->nonscaling()) meta->error *= 2;
-  } else {
-    meta->error = req_.error_rate;
-    meta->capacity = req_.capacity;
-    meta->expansion = req_.nonscaling ? 0 : req_.expansion;
-    meta->options = req_.nonscaling ? kOptionsNonScaling : kOptionsScaling;
-    meta->links.push_back(
-        ChainLink(meta->error, meta->capacity, meta->expansion, req_.nonscaling, 0));
-    meta->counts.push_back(0);
-  }
+  auto meta = std::make_shared<FilterMeta>(NewFilterMeta(
+      name_, req_, req_.command == BfCommand::kLoadChunk ? &header_ : nullptr, *config_));
   Requests& req = BeginStep(step);
   for (size_t l = 0; l < meta->links.size(); ++l) {
     AddLinkKeys(&req, *meta, l, meta->counts[l], /*shared=*/false);
@@ -89,10 +40,10 @@ void BfPlan::Create(PlanStep* step) {
 // a temporary key and moved with RENAMENX (a sharding proxy refuses RENAMENX: a script does the
 // same there). The last reply says whether it was published (1) or the name was taken (0).
 void BfPlan::AddPublish(Requests* req, const FilterMeta& meta) const {
-  if (ShardingProxy()) return AddPublishIfFree(req, name_, MetaFields(meta));
+  if (ShardingProxy()) return AddPublishIfFree(req, name_, MetaHashFields(meta));
   const std::string tmp = meta.prefix + ":bf:" + meta.id + ":new";
   std::vector<std::string> hset = {"HSET", tmp};
-  for (std::string& f : MetaFields(meta)) hset.push_back(std::move(f));
+  for (std::string& f : MetaHashFields(meta)) hset.push_back(std::move(f));
   req->Add(hset);
   req->Last().kind = ReplyCheck::Kind::kInteger;
   req->Add({"RENAMENX", tmp, name_});

@@ -91,4 +91,20 @@ void BfPlan::LoadRound(PlanStep* step) {
   EndStep(step);
 }
 
+std::string LoadHeaderError(std::string_view data, DumpHeader* header) {
+  if (!DecodeDumpHeader(data, header)) return std::string(kBadData);
+  // Dumps of very old RedisBloom filters (32-bit hash, power-of-two modulus) would need other
+  // bit maths.
+  bool old_format = (header->options & kOptHash64) == 0;
+  for (const DumpLink& l : header->links) old_format = old_format || l.params.n2 != 0;
+  if (old_format) return std::string(kOldDump);
+  // A scaling chain whose new links would take no items (RedisBloom never writes one:
+  // BF.RESERVE refuses a capacity or expansion of 0) would add links for ever.
+  if ((header->options & kOptNoScaling) == 0 &&
+      (header->expansion == 0 || header->links[0].params.capacity == 0)) {
+    return std::string(kBadData);
+  }
+  return std::string();
+}
+
 }  // namespace bloomproxy::filters::bf_plan_internal

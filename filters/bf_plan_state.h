@@ -56,6 +56,10 @@ enum class KeyState {
   kError,      // the reply makes no sense, or is an error: the command ends with it
 };
 
+// BF.LOADCHUNK's header (iterator 1): "" and *header, or the error reply (bad data, or a dump of
+// a RedisBloom 1.x filter, whose bit maths differ).
+std::string LoadHeaderError(std::string_view data, DumpHeader* header);
+
 // The size of shard `shard` of link `link`: every shard is created at this size, and never
 // changes size afterwards.
 inline uint64_t ShardSize(const FilterMeta& meta, size_t link, uint64_t shard) {

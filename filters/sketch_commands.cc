@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/module_args.h"
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters {
@@ -106,6 +107,18 @@ std::vector<std::string> SketchCommandEntries(SketchFamilies families) {
 std::string SketchCommandEntry(std::string_view name, SketchFamilies families) {
   const SketchCommandDoc* d = Find(name);
   return d != nullptr && (families & FamilyBit(d->family)) ? EncodeEntry(*d) : std::string();
+}
+
+std::vector<size_t> SketchCommandKeys(const std::vector<std::string_view>& args) {
+  SketchFamily family;
+  if (args.size() < 2 || !LookupSketchCommand(args[0], &family)) return {};
+  std::vector<size_t> keys = {1};
+  int64_t n = 0;
+  if (family == SketchFamily::kCms && EqualsIgnoreCase(args[0], "cms.merge") && args.size() > 3 &&
+      ParseLongLong(args[2], &n) && n > 0 && static_cast<uint64_t>(n) <= args.size() - 3) {
+    for (int64_t i = 0; i < n; ++i) keys.push_back(3 + static_cast<size_t>(i));
+  }
+  return keys;
 }
 
 }  // namespace bloomproxy::filters

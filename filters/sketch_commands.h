@@ -21,6 +21,11 @@ constexpr SketchFamilies FamilyBit(SketchFamily f) { return 1u << static_cast<ui
 // The family of a sketch command named `name` (any case); false for any other name.
 bool LookupSketchCommand(std::string_view name, SketchFamily* family);
 
+// The positions of the keys in sketch command `args`: the name (args[1]) and CMS.MERGE's sources
+// (as many as its numkeys says, when it parses and the arguments hold them). Empty when `args`
+// is no sketch command or has no key.
+std::vector<size_t> SketchCommandKeys(const std::vector<std::string_view>& args);
+
 // COMMAND entries (RESP2 arrays, Redis 7 layout) of the commands of `families`, for the proxy to
 // add to the upstream's COMMAND output.
 std::vector<std::string> SketchCommandEntries(SketchFamilies families);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "filters/bf_plan.h"
+#include "filters/multi_command.h"
 #include "protocol/command_table.h"
 #include "protocol/request_parser.h"
 #include "proxy/batch.h"
@@ -250,6 +251,8 @@ class Client {
     int64_t arg = 0;
     uint8_t sub_kind = 0;
     std::vector<std::string> args;  // kAtExec: the command the proxy answers at EXEC
+    // A BF.* or CMS.* command: its script's answer becomes its reply (filters/multi_command.h).
+    std::shared_ptr<const filters::QueuedSketch> sketch;
   };
 
   void ProcessInput();
@@ -385,6 +388,9 @@ class Client {
   // A command inside MULTI: queued upstream, followed, answered at EXEC, or a tunnel.
   Dispatched QueueInMulti(const protocol::Command& cmd, const protocol::Route& route,
                           const protocol::CommandInfo* info, const protocol::CommandInfo* sub);
+  // A BF.* or CMS.* command inside MULTI: its script goes in its place (filters/multi_command.h);
+  // false when it was refused (arity), which aborts the transaction as Redis would.
+  bool QueueSketch(const protocol::Command& cmd, QueuedEntry* entry);
   // EXEC's reply with the proxy's answers in place and the queued effects applied.
   std::string CompleteExec(Pending* slot, std::string_view frame);
 

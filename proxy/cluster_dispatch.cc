@@ -2,6 +2,7 @@
 // node of a command's keys, commands split per node or sent to every master, SCAN over the
 // masters, -CROSSSLOT for the rest, and transactions, which live on the node of their first
 // keyed command.
+#include "filters/sketch_commands.h"
 #include "protocol/cluster_replies.h"
 #include "protocol/command_keys.h"
 #include "protocol/encoder.h"
@@ -30,7 +31,12 @@ bool IsWildcard(std::string_view ip) { return ip == "0.0.0.0" || ip == "::" || i
 
 int Client::CommandSlot(const Command& cmd, const CommandInfo* info) {
   key_positions_.clear();
-  if (info == nullptr || !protocol::CommandKeys(*info, cmd.args, &key_positions_)) return -1;
+  if (info == nullptr) {
+    key_positions_ = filters::SketchCommandKeys(cmd.args);  // BF.*, CMS.*: not Redis's commands
+    if (key_positions_.empty()) return -1;
+  } else if (!protocol::CommandKeys(*info, cmd.args, &key_positions_)) {
+    return -1;
+  }
   int slot = -1;
   for (size_t pos : key_positions_) {
     const int s = protocol::KeySlot(cmd.args[pos]);

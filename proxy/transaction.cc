@@ -16,6 +16,8 @@
 // not queue (WATCH inside MULTI, a nested MULTI) answer otherwise and take no place.
 #include <cctype>
 
+#include "filters/multi_command.h"
+#include "filters/sketch_commands.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "protocol/reply_framer.h"
@@ -45,6 +47,10 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
   QueuedEntry entry;
   entry.transaction = multi_seq_;
   std::string_view request = RequestBytes(cmd);
+  if (info == nullptr && server_->emulated() != 0 && !QueueSketch(cmd, &entry)) {
+    return Dispatched::kDone;  // refused when queued: the transaction aborts
+  }
+  if (entry.sketch != nullptr) request = entry.sketch->request();
   std::string script;
   if (server_->emulated() != 0 && (route.traits & protocol::kTraitFilterKey) &&
       RewriteKeyCommand(cmd, &script)) {
@@ -71,7 +77,7 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
   }
   Pending* p = NewUpstreamSlot(pinned_);
   p->queued = true;
-  if (route.in_multi != InMulti::kQueue) {
+  if (route.in_multi != InMulti::kQueue || entry.sketch != nullptr) {
     entry.id = ++queued_ids_;
     p->hook = Hook::kQueued;
     p->arg = static_cast<int64_t>(entry.id);
@@ -88,6 +94,24 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
     return Dispatched::kStop;
   }
   return Dispatched::kDone;
+}
+
+bool Client::QueueSketch(const Command& cmd, QueuedEntry* entry) {
+  filters::SketchFamily family;
+  if (!filters::LookupSketchCommand(cmd.args[0], &family) || !server_->emulates(family)) {
+    return true;  // queued as it is: the upstream's module, or its unknown command error
+  }
+  std::string refusal;
+  std::unique_ptr<filters::QueuedSketch> sketch =
+      family == filters::SketchFamily::kCms
+          ? filters::QueueCmsCommand(cmd.args, server_->cms_config(), &refusal)
+          : filters::QueueBfCommand(cmd.args, server_->bf_config(), &refusal);
+  if (sketch == nullptr) {
+    Refuse(refusal);
+    return false;
+  }
+  entry->sketch = std::move(sketch);
+  return true;
 }
 
 std::string Client::CompleteExec(Pending* slot, std::string_view frame) {
@@ -113,6 +137,8 @@ std::string Client::CompleteExec(Pending* slot, std::string_view frame) {
     }
     if (entry == nullptr) {
       out.append(element);
+    } else if (entry->sketch != nullptr) {
+      out += entry->sketch->Reply(element, &server_->decoder());
     } else if (!entry->args.empty()) {
       out += AnswerAtExec(*entry, &close_after);
     } else {

@@ -19,11 +19,6 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "keycmd"
 PENDING = {
     "hash_reads_on_filter": "hash commands on a filter's name answer WRONGTYPE",
     "hash_writes_on_filter": "hash commands on a filter's name answer WRONGTYPE",
-    "multi_bf": "BF.* queued inside MULTI",
-    "multi_bf_errors": "BF.* queued inside MULTI",
-    "multi_reserve_info": "BF.* queued inside MULTI",
-    "multi_discard": "BF.* queued inside MULTI",
-    "cms_key_commands": "CMS.* queued inside MULTI",
 }
 
 

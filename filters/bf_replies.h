@@ -1,0 +1,23 @@
+// Replies made of a filter's metadata and its links' counts: BF.CARD, BF.INFO (whole or one
+// field) and the header BF.SCANDUMP answers to iterator 0, byte for byte as RedisBloom's. Shared
+// by the BF plan (bf_plan_read.cc) and BF.* inside MULTI (multi_bf.cc). Pure; no sockets.
+#pragma once
+
+#include <string>
+
+#include "filters/bf_args.h"
+#include "filters/bf_meta.h"
+
+namespace bloomproxy::filters {
+
+// Why no reply can be made: the numbers do not fit RedisBloom's replies (a damaged filter).
+enum class CountsProblem {
+  kNone,
+  kCounts,  // the links' counts add up to more than 2^63 - 1
+  kSizes,   // their capacities or sizes do
+};
+
+// The reply to `req` (CARD, INFO or SCANDUMP 0) for `meta`, whose counts are set.
+CountsProblem CountsReply(const BfRequest& req, const FilterMeta& meta, std::string* reply);
+
+}  // namespace bloomproxy::filters
