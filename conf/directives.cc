@@ -259,6 +259,13 @@ const Directive kDirectives[] = {
         "expansion of filters that BF.ADD creates (1..32768)", kLive),
     Memory<&O::bf_max_shard_bytes, 64, 512 * kMb>("bf-max-shard-bytes",
         "largest key of a sub-filter (>= 64)", kLive),
+    // The leftover sweep (docs/leftovers.md).
+    Number<&O::sweep_interval, 0, 86400>("sweep-interval", "SECS",
+        "seconds between sweeps for leftover keys; 0 = off", kRestart),
+    Number<&O::sweep_grace, 1, 86400>("sweep-grace", "SECS",
+        "seconds a leftover waits before it is deleted", kRestart),
+    Number<&O::sweep_rate, 10, 10000000>("sweep-rate", "N",
+        "keys a sweep scans per second on each master", kRestart),
 };
 // clang-format on
 

@@ -148,6 +148,14 @@ struct Options {
   int bf_expansion = kDefaultBfExpansion;
   int64_t bf_max_shard_bytes = kDefaultBfMaxShardBytes;
 
+  // The leftover sweep (proxy/sweep.h, docs/leftovers.md): every sweep-interval seconds (0 =
+  // off) one proxy per upstream scans it for filters' and sketches' internal keys that no
+  // structure owns, sweep-rate keys a second per master, and deletes those still unowned
+  // sweep-grace seconds after it first saw them.
+  int sweep_interval = 60;
+  int sweep_grace = 60;
+  int sweep_rate = 10000;
+
   // Process.
   LogLevel loglevel = LogLevel::kNotice;
   std::string logfile;              // empty = stderr

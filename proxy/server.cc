@@ -18,6 +18,7 @@
 #include "proxy/cluster_router.h"
 #include "proxy/log.h"
 #include "proxy/plan_runner.h"
+#include "proxy/sweep.h"
 
 #ifndef BLOOMPROXY_VERSION
 #define BLOOMPROXY_VERSION "0.0.0"
@@ -135,6 +136,10 @@ bool Server::Start() {
   if (!options_.unixsocket.empty()) {
     LOG_NOTICE_F({{"upstream", UpstreamText()}}, "bloomproxy ready to accept connections at %s",
                  options_.unixsocket.c_str());
+  }
+  if (index_ == 0 && Sweep::Wanted(*this)) {
+    sweep_ = std::make_unique<Sweep>(this);
+    sweep_->Start();
   }
   started_ = true;
   return true;
@@ -354,6 +359,7 @@ void Server::OnShutdownTimeout(uv_timer_t* t) {
 void Server::MaybeFinishShutdown() {
   if (stopped_ || !clients_.empty()) return;
   stopped_ = true;
+  if (sweep_ != nullptr) sweep_->Stop();
   router_->CloseAll();
   uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&turn_start_), nullptr);

@@ -25,6 +25,7 @@ namespace bloomproxy::proxy {
 class AdminServer;
 class Client;
 class ClusterRouter;
+class Sweep;
 struct Pending;
 
 // What the proxy learned about the upstream from INFO (for HELLO and INFO).
@@ -155,6 +156,7 @@ class Server {
   AclTable acls_;  // compiled from options_.users (checked by main before any server starts)
   const int index_;
   uv_loop_t loop_;
+  std::unique_ptr<Sweep> sweep_;  // the leftover sweep (proxy/sweep.h); first loop only
   std::unique_ptr<ClusterRouter> router_;
   Stats stats_;
   LoopMetrics metrics_;
