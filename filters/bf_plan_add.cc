@@ -58,15 +58,15 @@ void BfPlan::AddRound(PlanStep* step) {
   if (next_ >= items_.size()) return FinishMembers(step);
   const size_t last = meta_->links.size() - 1;
   const int64_t room = static_cast<int64_t>(meta_->links[last].capacity) - meta_->counts[last];
-  if (room <= 0 && link_full_ && !meta_->nonscaling()) return CreateLink(step);
   const size_t remaining = items_.size() - next_;
   reserve_ = room > 0 ? std::min<int64_t>(room, static_cast<int64_t>(remaining)) : 0;
   window_.clear();
   const size_t want = reserve_ > 0 ? static_cast<size_t>(reserve_) : 1;
   for (size_t i = next_; i < items_.size() && window_.size() < want; ++i) window_.push_back(i);
   found_.assign(window_.size(), false);
-  // A full non-scaling filter still answers 0 for an item it has: then every link is read.
-  CheckLinks(step, room <= 0 && meta_->nonscaling() ? last + 1 : last);
+  // A full filter still answers 0 for an item it has, and scales (or, non-scaling, fails) only
+  // for one it must add, as RedisBloom's SBChain_Add: then every link is read, the newest too.
+  CheckLinks(step, room <= 0 ? last + 1 : last);
 }
 
 void BfPlan::CheckLinks(PlanStep* step, size_t links) {
@@ -147,6 +147,9 @@ void BfPlan::OnAddRound(StepReplies& r, PlanStep* step) {
       next_ += take;
       if (take == 0) {
         link_full_ = true;
+        if (!meta_->nonscaling() && check_ops_.size() == meta_->links.size() && after >= capacity) {
+          return CreateLink(step);  // the next item is in no link, and the newest is full
+        }
         if (meta_->nonscaling() && check_ops_.size() == meta_->links.size()) {
           // Full, and the next item is not there: RedisBloom stops the command with an error;
           // the command's later items are not looked at.

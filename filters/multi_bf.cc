@@ -16,6 +16,7 @@
 #include "filters/bf_replies.h"
 #include "filters/bloom.h"
 #include "filters/key_layout.h"
+#include "filters/sketch_commands.h"
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters {
@@ -237,8 +238,9 @@ std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>
   const bool deferred = !error.empty() && args.size() == 3 &&
                         (req.command == BfCommand::kInfo || req.command == BfCommand::kScanDump);
   if (!error.empty() && !deferred) {
-    // Redis checks a command's arity when it queues it, and refuses the transaction then.
-    if (IsArityError(error)) {
+    // Redis checks the arity of the command table when it queues a command, and refuses the
+    // transaction then; RedisBloom's own counts (BF.INSERT's ITEMS, ...) are checked at EXEC.
+    if (IsArityError(error) && !SketchArityOk(args[0], args.size())) {
       *refusal = std::move(error);
       return nullptr;
     }

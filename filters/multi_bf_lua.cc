@@ -214,6 +214,9 @@ end
 
 local function add(f)
   local out, nonscaling = {'add'}, tonumber(f.fields.options or '0') % 16 >= 8
+  -- RedisBloom's BF.ADD counts as a write of the name even when nothing changes: a WATCH of the
+  -- name watches the counts (watch_plan.h).
+  redis.call('INCRBY', count_key(f, #f.links), 0)
   for _, item in ipairs(items()) do
     local found = false
     for l = #f.links, 1, -1 do
@@ -260,6 +263,7 @@ end
 
 -- SCANDUMP's chunk at iterator `iter` >= 1 (LocateDumpChunk in bloom.cc).
 local function dump(f, iter)
+  if iter < 1 then return {'chunk', 0, ''} end
   local pos = iter - 1
   for l = 1, #f.links do
     local bytes = f.links[l].bytes

@@ -25,6 +25,7 @@
 #include "filters/multi_cms.h"
 #include "filters/multi_command.h"
 #include "filters/plan_requests.h"
+#include "filters/sketch_commands.h"
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters {
@@ -243,7 +244,8 @@ std::unique_ptr<QueuedSketch> QueueCmsCommand(const std::vector<std::string_view
   if (!error.empty() && req.error_order == CmsErrorOrder::kNow) {
     // Redis refuses a wrong arity when it queues the command (the transaction aborts); any other
     // such error is RedisBloom's reply when EXEC runs the command.
-    if (error.compare(0, kArityPrefix.size(), kArityPrefix) == 0) {
+    if (error.compare(0, kArityPrefix.size(), kArityPrefix) == 0 &&
+        !SketchArityOk(args[0], args.size())) {
       *refusal = std::move(error);
       return nullptr;
     }

@@ -109,6 +109,15 @@ std::string SketchCommandEntry(std::string_view name, SketchFamilies families) {
   return d != nullptr && (families & FamilyBit(d->family)) ? EncodeEntry(*d) : std::string();
 }
 
+bool SketchArityOk(std::string_view name, size_t argc) {
+  for (const SketchCommandDoc& d : kDocs) {
+    if (!EqualsIgnoreCase(name, d.name)) continue;
+    const auto n = static_cast<int64_t>(argc);
+    return d.arity > 0 ? n == d.arity : n >= -d.arity;
+  }
+  return true;
+}
+
 std::vector<size_t> SketchCommandKeys(const std::vector<std::string_view>& args) {
   SketchFamily family;
   if (args.size() < 2 || !LookupSketchCommand(args[0], &family)) return {};

@@ -21,6 +21,11 @@ constexpr SketchFamilies FamilyBit(SketchFamily f) { return 1u << static_cast<ui
 // The family of a sketch command named `name` (any case); false for any other name.
 bool LookupSketchCommand(std::string_view name, SketchFamily* family);
 
+// Whether `argc` arguments (the name included) pass the arity of sketch command `name` (any case)
+// as the command table declares it, which is what Redis checks when it queues a command inside
+// MULTI; the module checks the rest when the command runs. True for a name without a row.
+bool SketchArityOk(std::string_view name, size_t argc);
+
 // The positions of the keys in sketch command `args`: the name (args[1]) and CMS.MERGE's sources
 // (as many as its numkeys says, when it parses and the arguments hold them). Empty when `args`
 // is no sketch command or has no key.

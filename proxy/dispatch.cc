@@ -3,6 +3,7 @@
 // filters, a tunnel, or sent upstream on the connection its effect on connection state needs.
 #include <cctype>
 
+#include "filters/watch_plan.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "proxy/acl.h"
@@ -10,6 +11,7 @@
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
 #include "proxy/log.h"
+#include "proxy/plan_runner.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
@@ -529,6 +531,16 @@ Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
     // taken for it has not written yet, so it runs a command first, which brings its write
     // offset to the server's (this client's earlier writes are in: it waited for them).
     target->Send(std::string_view("*1\r\n$4\r\nPING\r\n"), new Pending);
+  }
+  if (out.effect == Effect::kWatch && !in_multi_ && server_->emulated() != 0 &&
+      cmd.args.size() > 1) {
+    // A filter's or sketch's data keys are watched with its name (filters/watch_plan.h).
+    Pending* p = NewPlanSlot(target);
+    p->hook = out.hook;
+    p->arg = out.arg;
+    PlanRunner::Run(server_, {p}, UpstreamRef(target),
+                    filters::MakeWatchPlan({cmd.args.begin() + 1, cmd.args.end()}), out.slot);
+    return Dispatched::kDone;
   }
   Pending* p = NewUpstreamSlot(target);
   p->hook = out.hook;

@@ -65,9 +65,18 @@ TEST(MultiCmsQueue, WrongArityIsRefusedWhenQueued) {
     Queued q = Queue(args);
     EXPECT_EQ(q.sketch, nullptr) << args[0];
   }
-  Queued q = Queue({"CMS.INCRBY", "s", "a", "1", "b"});
+  Queued q = Queue({"CMS.INCRBY", "s", "a"});
   EXPECT_EQ(q.sketch, nullptr);
   EXPECT_EQ(q.refusal, "-ERR wrong number of arguments for 'cms.incrby' command\r\n");
+}
+
+TEST(MultiCmsQueue, ArgumentCountTheModuleChecksIsAnsweredAtExec) {
+  // An odd number of arguments passes the command table's arity (-4), which is all Redis checks
+  // when it queues the command: RedisBloom's own check answers inside EXEC's array.
+  Queued q = Queue({"CMS.INCRBY", "s", "a", "1", "b"});
+  ASSERT_NE(q.sketch, nullptr);
+  EXPECT_TRUE(q.refusal.empty());
+  EXPECT_EQ(Reply(q, "+PONG\r\n"), "-ERR wrong number of arguments for 'cms.incrby' command\r\n");
 }
 
 TEST(MultiCmsQueue, IncrByIsOneEvalOfTheScript) {
