@@ -16,10 +16,7 @@ from bp_helpers import RawConn, encode_command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "keycmd"
 
-PENDING = {
-    "hash_reads_on_filter": "hash commands on a filter's name answer WRONGTYPE",
-    "hash_writes_on_filter": "hash commands on a filter's name answer WRONGTYPE",
-}
+PENDING = {}
 
 
 def load_cases():

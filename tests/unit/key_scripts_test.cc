@@ -1,7 +1,7 @@
 // The requests that run key commands on whole filters (filters/key_scripts.h). What the Lua does
 // is checked against a real redis-server by the integration tests (test_bf_keys.py,
-// test_watch_and_probes.py); here: which commands become which script request, with which keys
-// and arguments, and that nothing else does.
+// test_watch_and_probes.py, test_key_commands_whole.py); here: which commands become which script
+// request, with which keys and arguments, and that nothing else does.
 #include "filters/key_scripts.h"
 
 #include <gtest/gtest.h>
@@ -111,9 +111,10 @@ TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtBothMarkers) {
             (std::vector<std::string>{"OBJECT", "encoding", "users"}));
   EXPECT_EQ(RequestFor({"OBJECT", "ENCODING", "users"}, protocol::UpstreamKind::kShardingProxy)[0],
             "EVAL");
-  // Other OBJECT subcommands go upstream as they are.
+  // OBJECT REFCOUNT and HELP go upstream as they are (a hash's refcount is 1, as a module key's).
   std::string request;
-  EXPECT_FALSE(KeyCommandRequest({"OBJECT", "FREQ", "users"}, &request));
+  EXPECT_FALSE(KeyCommandRequest({"OBJECT", "REFCOUNT", "users"}, &request));
+  EXPECT_FALSE(KeyCommandRequest({"OBJECT", "HELP"}, &request));
   const auto copy = RequestFor({"COPY", "a", "b", "REPLACE"});
   EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 7),
             (std::vector<std::string>{"4", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a"}));
@@ -173,6 +174,196 @@ TEST(KeyScriptsTest, BehindAShardingProxyEveryRequestIsForwarded) {
     const std::vector<std::string_view> views(r.begin(), r.end());
     EXPECT_TRUE(protocol::ShardingProxyForwards(views))
         << args[0] << " " << args[1].substr(0, 20) << ": " << protocol::ShardingProxyRefusal(views);
+  }
+}
+
+// The arguments from `from` on.
+std::vector<std::string> Tail(const std::vector<std::string>& r, size_t from) {
+  return from <= r.size() ? std::vector<std::string>(r.begin() + from, r.end())
+                          : std::vector<std::string>{};
+}
+
+TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
+  const auto r = RequestFor({"HGET", "users", "f"});
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(HashScript()), "3", "users",
+                                         "{users}:bf:m:users", "{users}:cms:m:users", "HGET",
+                                         "users", "f"}));
+  // Writes go with EVAL (held by CLIENT PAUSE WRITE as the write itself), reads with EVAL_RO.
+  const std::vector<std::vector<std::string_view>> writes = {
+      {"HSET", "k", "f", "v"}, {"hmset", "k", "f", "v"},   {"HSETNX", "k", "f", "v"},
+      {"HDEL", "k", "f", "g"}, {"HINCRBY", "k", "f", "1"}, {"HINCRBYFLOAT", "k", "f", "1"}};
+  const std::vector<std::vector<std::string_view>> reads = {
+      {"HGET", "k", "f"},
+      {"HLEN", "k"},
+      {"HSTRLEN", "k", "f"},
+      {"HKEYS", "k"},
+      {"HVALS", "k"},
+      {"HGETALL", "k"},
+      {"HEXISTS", "k", "f"},
+      {"HMGET", "k", "f", "g"},
+      {"HRANDFIELD", "k", "-5", "WITHVALUES"},
+      {"HSCAN", "k", "0", "MATCH", "*", "COUNT", "10"}};
+  for (const auto& args : writes) {
+    const auto w = RequestFor(args);
+    ASSERT_GE(w.size(), 7u) << args[0];
+    EXPECT_EQ(w[0], "EVAL") << args[0];
+    EXPECT_EQ(w[1], args[0] == "HINCRBY" ? HashIncrByScript() : HashScript()) << args[0];
+    EXPECT_EQ(Tail(w, 6), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_TRUE(KeyCommandNames(args).empty()) << args[0];
+  }
+  for (const auto& args : reads) {
+    const auto rd = RequestFor(args);
+    ASSERT_GE(rd.size(), 7u) << args[0];
+    EXPECT_EQ(rd[0], "EVAL_RO") << args[0];
+    EXPECT_EQ(std::vector<std::string>(rd.begin() + 2, rd.begin() + 6),
+              (std::vector<std::string>{"3", "k", "{k}:bf:m:k", "{k}:cms:m:k"}))
+        << args[0];
+    EXPECT_EQ(Tail(rd, 6), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_EQ(RequestFor(args, protocol::UpstreamKind::kShardingProxy)[0], "EVAL") << args[0];
+  }
+  // Wrong arity is Redis's to answer, with the command as sent.
+  EXPECT_TRUE(RequestFor({"HGET", "k"}).empty());
+  EXPECT_TRUE(RequestFor({"HSET", "k", "f"}).empty());
+  EXPECT_TRUE(RequestFor({"HLEN", "k", "x"}).empty());
+}
+
+TEST(KeyScriptsTest, HashCommandsWithMoreArgumentsThanLuaTakes) {
+  std::vector<std::string> storage(kMaxScriptArgs + 10, "f");
+  for (std::string_view cmd : {"HSET", "HMSET", "HDEL", "HMGET", "HSCAN"}) {
+    std::vector<std::string_view> args = {cmd, "k"};
+    if (cmd == "HSCAN") args.push_back("0");
+    args.insert(args.end(), storage.begin(), storage.end());
+    std::string request;
+    // HSET, HMSET, HDEL and HMGET run in parts in their script; HSCAN goes as it is.
+    EXPECT_EQ(KeyCommandRequest(args, &request), cmd != "HSCAN") << cmd;
+    if (cmd != "HSCAN") {
+      const auto r = RequestFor(args);
+      ASSERT_EQ(r.size(), 6 + args.size()) << cmd;
+      EXPECT_EQ(r[1], HashInPartsScript()) << cmd;
+    }
+  }
+  // Up to kMaxScriptArgs, the one-call script.
+  std::vector<std::string_view> args = {"HSET", "k"};
+  args.insert(args.end(), storage.begin(), storage.begin() + kMaxScriptArgs - 2);
+  EXPECT_EQ(RequestFor(args)[1], HashScript());
+  args.push_back("f");
+  EXPECT_EQ(RequestFor(args)[1], HashInPartsScript());
+  // Parts of 6000 arguments keep HSET's field-value pairs together.
+  EXPECT_NE(HashInPartsScript().find("for i = 3, n, 6000 do"), std::string_view::npos);
+  EXPECT_NE(HashInPartsScript().find("math.min(i + 5999, n)"), std::string_view::npos);
+}
+
+TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
+  for (std::string_view s : {HashScript(), HashIncrByScript(), HashInPartsScript()}) {
+    // The markers are checked (touching nothing) before the name's type, and a structure's name
+    // is replaced by its marker, a string, so Redis answers WRONGTYPE after checking the
+    // arguments.
+    EXPECT_LT(s.find("redis.call('EXISTS', KEYS[2], KEYS[3])"),
+              s.find("redis.call('TYPE', KEYS[1])"));
+    EXPECT_LT(s.find("ARGV[2] = KEYS[2]"), s.find("redis.pcall("));
+    EXPECT_LT(s.find("ARGV[2] = KEYS[3]"), s.find("redis.pcall("));
+  }
+  // Only HINCRBY's reply can be an integer beyond what a Lua number holds.
+  EXPECT_EQ(RequestFor({"HINCRBY", "k", "f", "1"})[1], HashIncrByScript());
+  EXPECT_EQ(RequestFor({"hincrby", "k", "f", "1"})[1], HashIncrByScript());
+  EXPECT_EQ(RequestFor({"HINCRBYFLOAT", "k", "f", "1"})[1], HashScript());
+  EXPECT_NE(HashIncrByScript().find("r >= 2^53 or r <= -2^53"), std::string_view::npos);
+  EXPECT_EQ(HashScript().find("2^53"), std::string_view::npos);
+  EXPECT_LT(HashScript().size(), 600u);
+}
+
+TEST(KeyScriptsTest, DumpIsRefusedOnAStructureOnly) {
+  const auto r = RequestFor({"DUMP", "users"});
+  EXPECT_EQ(
+      r, (std::vector<std::string>{"EVAL_RO", std::string(DumpScript()), "3", "users",
+                                   "{users}:bf:m:users", "{users}:cms:m:users", "DUMP", "users"}));
+  EXPECT_NE(DumpScript().find("{err = '" + std::string(kDumpRefused) + "'}"),
+            std::string_view::npos);
+  EXPECT_EQ(kDumpRefused.find('\n'), std::string_view::npos);
+  EXPECT_EQ(kDumpRefused.find('\''), std::string_view::npos);
+  EXPECT_EQ(kDumpRefused.substr(0, 4), "ERR ");
+  EXPECT_TRUE(RequestFor({"DUMP", "a", "b"}).empty());
+}
+
+TEST(KeyScriptsTest, MoveAndRestoreCarryThePrefixAndTheCommand) {
+  const auto move = RequestFor({"MOVE", "users", "1"});
+  EXPECT_EQ(move, (std::vector<std::string>{"EVAL", std::string(MoveScript()), "1", "users",
+                                            "{users}", "MOVE", "users", "1"}));
+  EXPECT_EQ(KeyCommandNames({"MOVE", "users", "1"}), (std::vector<std::string_view>{"users"}));
+  const auto restore = RequestFor({"RESTORE", "app{g}x", "0", "payload", "REPLACE", "ABSTTL"});
+  EXPECT_EQ(restore, (std::vector<std::string>{"EVAL", std::string(RestoreScript()), "1", "app{g}x",
+                                               "app{g}x", "RESTORE", "app{g}x", "0", "payload",
+                                               "REPLACE", "ABSTTL"}));
+  EXPECT_EQ(KeyCommandNames({"RESTORE", "k", "0", "p"}), (std::vector<std::string_view>{"k"}));
+  EXPECT_TRUE(RequestFor({"MOVE", "users"}).empty());
+  EXPECT_TRUE(RequestFor({"RESTORE", "k", "0"}).empty());
+}
+
+TEST(KeyScriptsTest, MemoryUsageAndObjectTimesNameTheKeyAfterTheSubcommand) {
+  const auto mem = RequestFor({"memory", "usage", "users", "SAMPLES", "0"});
+  EXPECT_EQ(mem,
+            (std::vector<std::string>{"EVAL_RO", std::string(MemoryUsageScript()), "1", "users",
+                                      "{users}", "memory", "usage", "users", "SAMPLES", "0"}));
+  for (std::string_view sub : {"IDLETIME", "freq"}) {
+    const auto r = RequestFor({"OBJECT", sub, "users"});
+    EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(ObjectTimeScript()), "1", "users",
+                                           "{users}", "OBJECT", std::string(sub), "users"}));
+    EXPECT_EQ(RequestFor({"OBJECT", sub, "users"}, protocol::UpstreamKind::kShardingProxy)[0],
+              "EVAL");
+    EXPECT_TRUE(RequestFor({"OBJECT", sub}).empty());
+    EXPECT_TRUE(RequestFor({"OBJECT", sub, "a", "b"}).empty());
+    EXPECT_TRUE(KeyCommandNames({"OBJECT", sub, "users"}).empty());
+  }
+  EXPECT_TRUE(RequestFor({"MEMORY", "USAGE"}).empty());
+  EXPECT_TRUE(RequestFor({"MEMORY", "STATS"}).empty());
+  EXPECT_TRUE(RequestFor({"MEMORY", "DOCTOR"}).empty());
+}
+
+TEST(KeyScriptsTest, NewScriptsReadAHashOnlyAfterItsMarker) {
+  for (std::string_view s : {MoveScript(), RestoreScript(), MemoryUsageScript(), ObjectTimeScript(),
+                             HashScript(), HashIncrByScript(), HashInPartsScript(), DumpScript()}) {
+    EXPECT_EQ(s.find("MULTI"), std::string_view::npos);
+    EXPECT_EQ(s.find("EXEC"), std::string_view::npos);
+    // filter_at (the only HMGET) checks the marker first; the hash and DUMP scripts never read
+    // a structure's hash (HashIncrByScript's HGET is of a plain hash's field, after HINCRBY).
+    const size_t hmget = s.find("'HMGET'");
+    if (hmget != std::string_view::npos) {
+      EXPECT_LT(s.find("redis.call('EXISTS', m) == 0"), hmget);
+    }
+  }
+  // OBJECT IDLETIME / FREQ asks the name before filter_at reads its metadata (which touches it).
+  const std::string_view o = ObjectTimeScript();
+  const size_t body = o.find("local r = redis.pcall(unpack(ARGV, 2))");
+  ASSERT_NE(body, std::string_view::npos);
+  EXPECT_LT(body, o.find("filter_at(KEYS[1], ARGV[1])", body));
+  // RESTORE removes the structure only once Redis restored the name.
+  const std::string_view r = RestoreScript();
+  EXPECT_LT(r.find("redis.pcall(unpack(ARGV, 2))"),
+            r.find("unlink_all(m, data or {})", r.find("local r")));
+}
+
+TEST(KeyScriptsTest, NewCommandsGoAsTheyAreBehindAShardingProxyWhereNoStructureLives) {
+  const std::string long_name(kShardingProxyMaxName + 1, 'n');
+  for (std::string_view name :
+       {std::string_view("a}b"), std::string_view(""), std::string_view(long_name)}) {
+    std::string request;
+    EXPECT_FALSE(
+        KeyCommandRequest({"HGET", name, "f"}, &request, protocol::UpstreamKind::kShardingProxy));
+    EXPECT_FALSE(
+        KeyCommandRequest({"DUMP", name}, &request, protocol::UpstreamKind::kShardingProxy));
+    EXPECT_TRUE(request.empty());
+    // With Redis itself any name can be a structure.
+    EXPECT_TRUE(KeyCommandRequest({"HGET", name, "f"}, &request));
+  }
+  for (std::vector<std::string_view> args :
+       {std::vector<std::string_view>{"HSET", "users", "f", "v"},
+        {"HGET", "app{grp}x", "f"},
+        {"DUMP", "users"}}) {
+    const auto r = RequestFor(args, protocol::UpstreamKind::kShardingProxy);
+    ASSERT_GE(r.size(), 4u);
+    EXPECT_EQ(r[0], "EVAL");
+    const std::vector<std::string_view> views(r.begin(), r.end());
+    EXPECT_TRUE(protocol::ShardingProxyForwards(views)) << args[0];
   }
 }
 
