@@ -212,20 +212,21 @@ local function items()
   return out
 end
 
+-- Whether a link holds the item (RedisBloom looks from the newest link back).
+local function held(f, item)
+  for l = #f.links, 1, -1 do
+    if has(f, l, item) then return true end
+  end
+  return false
+end
+
 local function add(f)
   local out, nonscaling = {'add'}, tonumber(f.fields.options or '0') % 16 >= 8
   -- RedisBloom's BF.ADD counts as a write of the name even when nothing changes: a WATCH of the
   -- name watches the counts (watch_plan.h).
   redis.call('INCRBY', count_key(f, #f.links), 0)
   for _, item in ipairs(items()) do
-    local found = false
-    for l = #f.links, 1, -1 do
-      if has(f, l, item) then
-        found = true
-        break
-      end
-    end
-    if found then
+    if held(f, item) then
       out[#out + 1] = 0
     else
       local last = #f.links
@@ -249,14 +250,7 @@ end
 local function exists(f)
   local out = {'found'}
   for _, item in ipairs(items()) do
-    local found = false
-    for l = #f.links, 1, -1 do
-      if has(f, l, item) then
-        found = true
-        break
-      end
-    end
-    out[#out + 1] = found and 1 or 0
+    out[#out + 1] = held(f, item) and 1 or 0
   end
   return out
 end

@@ -2,6 +2,7 @@
 
 #include "filters/key_layout.h"
 #include "protocol/encoder.h"
+#include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
 
 namespace bloomproxy::filters {
@@ -14,7 +15,6 @@ constexpr std::string_view kCmsMarker = ":cms:m:";
 constexpr std::string_view kFilterMark = "bloomproxy";  // bf_meta.h kMarkerField
 constexpr std::string_view kSketchMark = "cms";         // cms_meta.h
 constexpr size_t kIdLength = 16;
-constexpr size_t kMaxDigits = 20;
 
 // KEYS: per entry, the key and then its owners' names. ARGV: per entry, its mode ('d': delete
 // the key if nobody owns it; 'c': only look), n (its owners), then n triples (mark, id, field):
@@ -67,53 +67,32 @@ bool HasTag(std::string_view s) {
   return has_tag;
 }
 
-bool IsId(std::string_view s) {
-  if (s.size() != kIdLength) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
-// A number as std::to_string writes it.
-bool IsNumber(std::string_view s) {
-  if (s.empty() || s.size() > kMaxDigits || (s[0] == '0' && s.size() > 1)) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
-bool Split(std::string_view s, char sep, std::string_view* head, std::string_view* tail) {
-  const size_t at = s.find(sep);
-  if (at == std::string_view::npos) return false;
-  *head = s.substr(0, at);
-  *tail = s.substr(at + 1);
-  return true;
-}
-
 // What follows "P:bf:": "H:D.D" and "H:D:n" (a link's bits and count: *link is D), "H:D.D:H"
 // and "H:new" (temporary: *link stays empty).
 bool ParseBloomSuffix(std::string_view s, std::string_view* id, std::string_view* link) {
-  if (s.size() <= kIdLength || !IsId(s.substr(0, kIdLength)) || s[kIdLength] != ':') return false;
+  if (s.size() <= kIdLength || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
+      s[kIdLength] != ':')
+    return false;
   *id = s.substr(0, kIdLength);
   s.remove_prefix(kIdLength + 1);
   if (s == "new") return true;
   std::string_view l, rest, shard;
-  if (Split(s, ':', &l, &rest)) {
+  if (protocol::SplitAt(s, ':', &l, &rest)) {
     if (rest == "n") {
       *link = l;
-      return IsNumber(l);
+      return protocol::IsKeyNumber(l);
     }
-    return IsId(rest) && Split(l, '.', &l, &shard) && IsNumber(l) && IsNumber(shard);
+    return protocol::IsInternalKeyId(rest) && protocol::SplitAt(l, '.', &l, &shard) &&
+           protocol::IsKeyNumber(l) && protocol::IsKeyNumber(shard);
   }
   *link = l = s.substr(0, s.find('.'));
-  return Split(s, '.', &l, &shard) && IsNumber(l) && IsNumber(shard);
+  return protocol::SplitAt(s, '.', &l, &shard) && protocol::IsKeyNumber(l) &&
+         protocol::IsKeyNumber(shard);
 }
 
 bool ParseSketchSuffix(std::string_view s, std::string_view* id) {
-  if (s.size() <= kIdLength + 1 || !IsId(s.substr(0, kIdLength)) || s[kIdLength] != ':' ||
-      !IsNumber(s.substr(kIdLength + 1))) {
+  if (s.size() <= kIdLength + 1 || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
+      s[kIdLength] != ':' || !protocol::IsKeyNumber(s.substr(kIdLength + 1))) {
     return false;
   }
   *id = s.substr(0, kIdLength);

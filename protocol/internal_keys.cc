@@ -21,53 +21,29 @@ bool HasTag(std::string_view prefix) {
   return has_tag;
 }
 
-bool IsId(std::string_view s) {
-  if (s.size() != kIdLength) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
-// A number as std::to_string writes it.
-bool IsNumber(std::string_view s) {
-  if (s.empty() || s.size() > kMaxDigits || (s[0] == '0' && s.size() > 1)) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
-// Splits `s` at its first `sep`; false when there is none.
-bool Split(std::string_view s, char sep, std::string_view* head, std::string_view* tail) {
-  const size_t at = s.find(sep);
-  if (at == std::string_view::npos) return false;
-  *head = s.substr(0, at);
-  *tail = s.substr(at + 1);
-  return true;
-}
-
 // What follows "P:bf:" in a Bloom filter's data or temporary key: "H:D.D", "H:D:n", "H:D.D:H",
 // "H:new".
 bool IsBloomSuffix(std::string_view s) {
-  if (s.size() <= kIdLength || !IsId(s.substr(0, kIdLength)) || s[kIdLength] != ':') return false;
+  if (s.size() <= kIdLength || !IsInternalKeyId(s.substr(0, kIdLength)) || s[kIdLength] != ':')
+    return false;
   s.remove_prefix(kIdLength + 1);
   if (s == "new") return true;
   std::string_view link, rest;
-  if (Split(s, ':', &link, &rest)) {
+  if (SplitAt(s, ':', &link, &rest)) {
     // "D:n", or "D.D:H".
-    if (rest == "n") return IsNumber(link);
+    if (rest == "n") return IsKeyNumber(link);
     std::string_view shard;
-    return IsId(rest) && Split(link, '.', &link, &shard) && IsNumber(link) && IsNumber(shard);
+    return IsInternalKeyId(rest) && SplitAt(link, '.', &link, &shard) && IsKeyNumber(link) &&
+           IsKeyNumber(shard);
   }
   std::string_view shard;
-  return Split(s, '.', &link, &shard) && IsNumber(link) && IsNumber(shard);
+  return SplitAt(s, '.', &link, &shard) && IsKeyNumber(link) && IsKeyNumber(shard);
 }
 
 // What follows "P:cms:": "H:D".
 bool IsSketchSuffix(std::string_view s) {
-  return s.size() > kIdLength + 1 && IsId(s.substr(0, kIdLength)) && s[kIdLength] == ':' &&
-         IsNumber(s.substr(kIdLength + 1));
+  return s.size() > kIdLength + 1 && IsInternalKeyId(s.substr(0, kIdLength)) &&
+         s[kIdLength] == ':' && IsKeyNumber(s.substr(kIdLength + 1));
 }
 
 // Whether `prefix` is filters::DataKeyPrefix(name) (the same three rules, filters/key_layout.cc;
@@ -172,6 +148,30 @@ bool FilterKeyArray(Reader* r, std::string_view frame, std::string* out, size_t*
 }
 
 }  // namespace
+
+bool IsInternalKeyId(std::string_view s) {
+  if (s.size() != kIdLength) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+bool IsKeyNumber(std::string_view s) {
+  if (s.empty() || s.size() > kMaxDigits || (s[0] == '0' && s.size() > 1)) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+bool SplitAt(std::string_view s, char sep, std::string_view* head, std::string_view* tail) {
+  const size_t at = s.find(sep);
+  if (at == std::string_view::npos) return false;
+  *head = s.substr(0, at);
+  *tail = s.substr(at + 1);
+  return true;
+}
 
 bool IsInternalKey(std::string_view key) {
   return IsDataKey(key, kBf, IsBloomSuffix) || IsDataKey(key, kCms, IsSketchSuffix) ||

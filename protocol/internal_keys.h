@@ -30,6 +30,13 @@ namespace bloomproxy::protocol {
 // Whether `key` is one of bloomproxy's internal keys (the rule above).
 bool IsInternalKey(std::string_view key);
 
+// The pieces internal key names are made of, for whatever else reads them (the leftover sweep):
+// a structure's id (16 lower-case hex digits), a number as std::to_string writes it, and `s`
+// split at its first `sep` (false when there is none).
+bool IsInternalKeyId(std::string_view s);
+bool IsKeyNumber(std::string_view s);
+bool SplitAt(std::string_view s, char sep, std::string_view* head, std::string_view* tail);
+
 // `frame` is one complete reply: KEYS's (an array of bulk strings) when `scan` is false, SCAN's
 // (an array of a cursor bulk and an array of key bulks) when it is true; a RESP3 set ('~') is
 // accepted wherever a key array is. Returns the same reply without the internal keys, the
