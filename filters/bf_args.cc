@@ -258,4 +258,19 @@ std::string ParseBfRequest(const std::vector<std::string_view>& args, const BfDe
   return Error("ERR unknown command");
 }
 
+bool CreatesFilter(const BfRequest& req) {
+  switch (req.command) {
+    case BfCommand::kReserve:
+    case BfCommand::kAdd:
+    case BfCommand::kMAdd:
+      return true;
+    case BfCommand::kInsert:
+      return !req.nocreate;
+    case BfCommand::kLoadChunk:
+      return req.iterator == 1;
+    default:
+      return false;
+  }
+}
+
 }  // namespace bloomproxy::filters

@@ -48,6 +48,10 @@ struct BfRequest {
   std::string_view data;  // LOADCHUNK
 };
 
+// Whether the command creates the filter when its name is free: RESERVE, ADD, MADD, INSERT
+// without NOCREATE, and LOADCHUNK of the header (iterator 1).
+bool CreatesFilter(const BfRequest& req);
+
 // Recognises a BF command name (any case); false for anything else.
 bool LookupBfCommand(std::string_view name, BfCommand* out);
 

@@ -26,12 +26,16 @@ constexpr uint64_t kMaxShardsPerLink = uint64_t{1} << 24;
 
 }  // namespace
 
+std::string Hex64(uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
+  return buf;
+}
+
 std::string DoubleBits(double d) {
   uint64_t bits;
   std::memcpy(&bits, &d, sizeof(bits));
-  char buf[20];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, bits);
-  return buf;
+  return Hex64(bits);
 }
 bool ParseDoubleBits(std::string_view s, double* out) {
   if (s.size() != 16) return false;
@@ -84,9 +88,7 @@ bool DecodeLink(std::string_view s, LinkParams* l) {
 
 std::string NewId() {
   static std::mt19937_64 rng{std::random_device{}()};
-  char buf[20];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, rng());
-  return buf;
+  return Hex64(rng());
 }
 
 MetaStatus MetaFromFields(std::string_view name,

@@ -68,6 +68,9 @@ using FilterCache = MetaCache<FilterMeta>;
 inline constexpr std::string_view kMarkerField = "bloomproxy";
 inline constexpr std::string_view kMarkerValue = "1";
 
+// 16 lower-case hex digits (an item's hash, a double's bits).
+std::string Hex64(uint64_t v);
+
 // Doubles are stored as the hex of their bits, so a dump header rebuilt from the metadata has
 // exactly the bytes it was loaded with.
 std::string DoubleBits(double d);

@@ -71,20 +71,7 @@ void BfPlan::OnReplies(StepReplies& r, PlanStep* step) {
   }
 }
 
-bool BfPlan::Creates() const {
-  switch (req_.command) {
-    case BfCommand::kReserve:
-    case BfCommand::kAdd:
-    case BfCommand::kMAdd:
-      return true;
-    case BfCommand::kInsert:
-      return !req_.nocreate;
-    case BfCommand::kLoadChunk:
-      return req_.iterator == 1;
-    default:
-      return false;
-  }
-}
+bool BfPlan::Creates() const { return CreatesFilter(req_); }
 
 bool BfPlan::NeedsCounts() const {
   switch (req_.command) {

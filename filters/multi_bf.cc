@@ -3,8 +3,6 @@
 // (multi_bf_lua.cc), and the RedisBloom reply made of the script's answer once EXEC ran it.
 #include "filters/multi_bf.h"
 
-#include <cinttypes>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,12 +28,6 @@ using bf_plan_internal::kNotFound;
 using bf_plan_internal::kTooBig;
 using bf_plan_internal::kWrongType;
 
-std::string Hex(uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
-  return buf;
-}
-
 const char* OpName(const BfRequest& req) {
   switch (req.command) {
     case BfCommand::kReserve:
@@ -56,21 +48,6 @@ const char* OpName(const BfRequest& req) {
       return "counts";
   }
   return "counts";
-}
-
-bool Creates(const BfRequest& req) {
-  switch (req.command) {
-    case BfCommand::kReserve:
-    case BfCommand::kAdd:
-    case BfCommand::kMAdd:
-      return true;
-    case BfCommand::kInsert:
-      return !req.nocreate;
-    case BfCommand::kLoadChunk:
-      return req.iterator == 1;
-    default:
-      return false;
-  }
 }
 
 // One BF command queued in a transaction.
@@ -95,7 +72,7 @@ BfQueued::BfQueued(const BfRequest& req, std::string deferred, const DumpHeader*
   const std::string prefix = DataKeyPrefix(name_);
   std::vector<std::string> fields;
   std::vector<int64_t> counts;
-  if (Creates(req) && deferred_.empty()) {
+  if (CreatesFilter(req) && deferred_.empty()) {
     const FilterMeta meta = NewFilterMeta(name_, req, header, config);
     fields = MetaHashFields(meta);
     counts = meta.counts;
@@ -108,7 +85,7 @@ BfQueued::BfQueued(const BfRequest& req, std::string deferred, const DumpHeader*
                                    OpName(req),
                                    prefix,
                                    deferred_,
-                                   Creates(req) ? "1" : "0",
+                                   CreatesFilter(req) ? "1" : "0",
                                    std::to_string(fields.size())};
   for (std::string& f : fields) args.push_back(std::move(f));
   args.push_back(std::to_string(counts.size()));
@@ -120,8 +97,8 @@ BfQueued::BfQueued(const BfRequest& req, std::string deferred, const DumpHeader*
     args.push_back(std::to_string(req.items.size()));
     for (std::string_view item : req.items) {
       const ItemHash h = HashItem(item);
-      args.push_back(Hex(h.a));
-      args.push_back(Hex(h.b));
+      args.push_back(Hex64(h.a));
+      args.push_back(Hex64(h.b));
     }
   }
   protocol::AppendArrayHeader(&request_, static_cast<int64_t>(args.size()));
@@ -224,10 +201,6 @@ std::string BfQueued::CountsFrom(const redisReply* r) const {
   return reply;
 }
 
-bool IsArityError(std::string_view error) {
-  return error.rfind("-ERR wrong number of arguments for ", 0) == 0;
-}
-
 }  // namespace
 
 std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>& args,
@@ -240,7 +213,7 @@ std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>
   if (!error.empty() && !deferred) {
     // Redis checks the arity of the command table when it queues a command, and refuses the
     // transaction then; RedisBloom's own counts (BF.INSERT's ITEMS, ...) are checked at EXEC.
-    if (IsArityError(error) && !SketchArityOk(args[0], args.size())) {
+    if (!SketchArityOk(args[0], args.size())) {
       *refusal = std::move(error);
       return nullptr;
     }

@@ -31,8 +31,6 @@
 namespace bloomproxy::filters {
 namespace {
 
-constexpr std::string_view kArityPrefix = "-ERR wrong number of arguments";
-
 const char* OpName(CmsCommand c) {
   switch (c) {
     case CmsCommand::kInitByDim:
@@ -244,8 +242,7 @@ std::unique_ptr<QueuedSketch> QueueCmsCommand(const std::vector<std::string_view
   if (!error.empty() && req.error_order == CmsErrorOrder::kNow) {
     // Redis refuses a wrong arity when it queues the command (the transaction aborts); any other
     // such error is RedisBloom's reply when EXEC runs the command.
-    if (error.compare(0, kArityPrefix.size(), kArityPrefix) == 0 &&
-        !SketchArityOk(args[0], args.size())) {
+    if (!SketchArityOk(args[0], args.size())) {
       *refusal = std::move(error);
       return nullptr;
     }

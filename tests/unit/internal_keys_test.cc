@@ -11,31 +11,13 @@
 #include "filters/cms_meta.h"
 #include "filters/key_layout.h"
 #include "protocol/encoder.h"
+#include "tests/unit/key_names.h"
 
 namespace bloomproxy::protocol {
 namespace {
 
-constexpr std::string_view kId = "0123456789abcdef";
-
-// Names covering the three prefix rules of filters::DataKeyPrefix, and names that contain the
-// infixes themselves.
-const std::vector<std::string>& Names() {
-  static const std::vector<std::string> names = {"users",
-                                                 "app{users}x",
-                                                 "{u}",
-                                                 "c1:a1",
-                                                 "",
-                                                 "a}b",
-                                                 "a{b",
-                                                 "{}",
-                                                 "foo{}{bar}",
-                                                 "}{",
-                                                 "x:bf:m:y",
-                                                 "{t}:bf:m:z",
-                                                 "k:cms:0123456789abcdef:1",
-                                                 std::string("bin\0\r\n", 6)};
-  return names;
-}
+constexpr std::string_view kId = test::kKeyId;
+const std::vector<std::string>& Names() { return test::KeyNames(); }
 
 TEST(IsInternalKeyTest, EveryKeyTheFiltersBuild) {
   for (const std::string& name : Names()) {

@@ -14,31 +14,13 @@
 #include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
 #include "protocol/reply_decoder.h"
+#include "tests/unit/key_names.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-constexpr std::string_view kId = "0123456789abcdef";
-
-// Names covering DataKeyPrefix's three rules, and names holding the infixes themselves.
-const std::vector<std::string>& Names() {
-  static const std::vector<std::string> names = {"users",
-                                                 "{users}",
-                                                 "app{users}x",
-                                                 "{u}",
-                                                 "c1:a1",
-                                                 "",
-                                                 "a}b",
-                                                 "a{b",
-                                                 "{}",
-                                                 "foo{}{bar}",
-                                                 "}{",
-                                                 "x:bf:m:y",
-                                                 "{t}:bf:m:z",
-                                                 "k:cms:0123456789abcdef:1",
-                                                 std::string("bin\0\r\n", 6)};
-  return names;
-}
+constexpr std::string_view kId = test::kKeyId;
+const std::vector<std::string>& Names() { return test::KeyNames(); }
 
 bool HasOwner(const SweepKey& k, std::string_view name, std::string_view mark, std::string_view id,
               std::string_view field) {
