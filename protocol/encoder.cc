@@ -44,6 +44,49 @@ void AppendNullBulk(std::string* out) { out->append("$-1\r\n", 5); }
 
 void AppendArrayHeader(std::string* out, int64_t n) { AppendLine(out, '*', n); }
 
+void AppendMapHeader(std::string* out, int64_t pairs) { AppendLine(out, '%', pairs); }
+void AppendSetHeader(std::string* out, int64_t n) { AppendLine(out, '~', n); }
+void AppendPushHeader(std::string* out, int64_t n) { AppendLine(out, '>', n); }
+void AppendBool(std::string* out, bool v) { out->append(v ? "#t\r\n" : "#f\r\n", 4); }
+void AppendNull(std::string* out) { out->append("_\r\n", 3); }
+
+void AppendVerbatim(std::string* out, std::string_view s) {
+  AppendLine(out, '=', static_cast<int64_t>(s.size() + 4));
+  out->append("txt:", 4);
+  out->append(s);
+  out->append("\r\n", 2);
+}
+
+void AppendMapHeader(std::string* out, int64_t pairs, Resp resp) {
+  if (resp == Resp::k3) return AppendMapHeader(out, pairs);
+  AppendArrayHeader(out, pairs * 2);
+}
+
+void AppendSetHeader(std::string* out, int64_t n, Resp resp) {
+  if (resp == Resp::k3) return AppendSetHeader(out, n);
+  AppendArrayHeader(out, n);
+}
+
+void AppendNull(std::string* out, Resp resp) {
+  if (resp == Resp::k3) return AppendNull(out);
+  AppendNullBulk(out);
+}
+
+void AppendNullArray(std::string* out, Resp resp) {
+  if (resp == Resp::k3) return AppendNull(out);
+  out->append("*-1\r\n", 5);
+}
+
+void AppendBool(std::string* out, bool v, Resp resp) {
+  if (resp == Resp::k3) return AppendBool(out, v);
+  AppendInteger(out, v ? 1 : 0);
+}
+
+void AppendVerbatim(std::string* out, std::string_view s, Resp resp) {
+  if (resp == Resp::k3) return AppendVerbatim(out, s);
+  AppendBulk(out, s);
+}
+
 namespace errors {
 
 std::string WrongArity(std::string_view command) {

@@ -36,28 +36,36 @@ FrameStatus ReplyFramer::Next(std::string_view input, size_t* length) {
     }
     const size_t after_line = static_cast<size_t>(end - base) + 2;
     const char type = line[0];
-    if (type == '+' || type == '-' || type == ':') {
-      pos_ = after_line;
-      --owed_;
-      continue;
+    switch (type) {
+      case '+': case '-': case ':':  // RESP2 lines
+      case '_': case '#': case ',': case '(':  // RESP3: null, boolean, double, big number
+        pos_ = after_line;
+        --owed_;
+        continue;
+      default:
+        break;
     }
     int64_t n = 0;
-    if ((type != '$' && type != '*') ||
+    const bool aggregate = type == '*' || type == '%' || type == '~' || type == '>' || type == '|';
+    const bool blob = type == '$' || type == '=' || type == '!';
+    if ((!aggregate && !blob) ||
         !StringToInt64(std::string_view(line + 1, static_cast<size_t>(end - line - 1)), &n) ||
-        n < -1) {
+        n < -1 || (n == -1 && type != '*' && type != '$')) {
       error_ = std::string("bad reply type or length: '") + type + "'";
       return FrameStatus::kError;
     }
     // A reply claiming more elements or bytes than any Redis can send is not trusted: the
     // counter must not overflow, and a bulk is at most a Redis string (512 MB by default,
-    // configurable; 4 GB here).
-    if ((type == '*' && n > kMaxElements - owed_) || (type == '$' && n > kMaxBulk)) {
+    // configurable; 4 GB here). A map or an attribute of n pairs holds 2n values.
+    const int64_t values = (type == '%' || type == '|') && n <= kMaxElements ? 2 * n : n;
+    if ((aggregate && values > kMaxElements - owed_) || (blob && n > kMaxBulk)) {
       error_ = std::string("reply length out of range: '") + type + "'";
       return FrameStatus::kError;
     }
-    if (type == '*') {
+    if (aggregate) {
       pos_ = after_line;
-      owed_ += (n > 0 ? n : 0) - 1;
+      // An attribute is not a value of its own: the value it describes follows its pairs.
+      owed_ += (values > 0 ? values : 0) - (type == '|' ? 0 : 1);
       continue;
     }
     if (n == -1) {

@@ -7,6 +7,12 @@
 // complete when the count of values still owed drops to zero (each array of n adds n). The
 // hiredis reader still decodes the few replies whose content the proxy must read
 // (protocol/reply_decoder.h), and the unit tests check that both agree on framing.
+//
+// RESP3 frames the same way: a map `%n` and an attribute `|n` owe 2n values, a set `~n` and a
+// push `>n` owe n; `_`, `#`, `,` and `(` are one line; `=` and `!` are sized like `$`. An
+// attribute is no value of its own (the value it describes follows it, in the same frame), so
+// the proxy forwards it with that value. A top-level push is a frame like any other: the
+// connection tells it apart from a reply (UpstreamConn::OnFrame).
 #pragma once
 
 #include <cstddef>
@@ -19,7 +25,7 @@ namespace bloomproxy::protocol {
 enum class FrameStatus {
   kComplete,  // one reply of *length bytes starts at the input's first byte
   kNeedMore,  // the reply continues past the input
-  kError,     // not RESP2; error() says why; the connection cannot be trusted any more
+  kError,     // not RESP; error() says why; the connection cannot be trusted any more
 };
 
 class ReplyFramer {

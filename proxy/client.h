@@ -23,6 +23,7 @@
 #include "filters/bf_plan.h"
 #include "filters/multi_command.h"
 #include "protocol/command_table.h"
+#include "protocol/encoder.h"
 #include "protocol/request_parser.h"
 #include "proxy/batch.h"
 #include "proxy/buffer.h"
@@ -95,6 +96,9 @@ struct Pending {
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
   bool plan_step = false;      // a plan's step or trailing requests (internal)
   bool batch_member = false;   // a command answered by a batch plan
+  // A BF.*/CMS.* reply for a RESP3 client: how it differs from the RESP2 reply the plan makes
+  // (filters::Resp3Shape, filters/sketch_resp3.h); 0: it does not.
+  uint8_t resp3_shape = 0;
   // Cluster routing (proxy/cluster_router.h): the request's bytes and its keys' slot (-1: no
   // keys), kept so that a redirection can send it again, and how often it was redirected.
   // `sink`/`part`: the reply goes to a ReplySink as its part `part`.
@@ -146,6 +150,8 @@ class Client {
   }
   uv_handle_t* handle() { return &sock_.handle; }
   bool is_unix() const { return is_unix_; }
+  // The protocol the client speaks: RESP2 until HELLO 3.
+  protocol::Resp resp() const { return resp_; }
 
   // Starts reading after a successful accept.
   void Start();
@@ -524,6 +530,7 @@ class Client {
   bool capture_close_ = false;
 
   // Identity.
+  protocol::Resp resp_ = protocol::Resp::k2;
   bool authenticated_ = false;
   std::string user_ = "default";
   const CommandAcl* acl_ = nullptr;  // user_'s command rules; nullptr: every command

@@ -57,6 +57,23 @@ const std::vector<std::string> kReplies = {
     "*2\r\n$3\r\nfoo\r\n:1\r\n",
     "*3\r\n*1\r\n*0\r\n$-1\r\n*2\r\n+a\r\n-b\r\n",
     "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n",
+    // RESP3 (HELLO 3): every type Redis 7 sends.
+    "_\r\n",
+    "#t\r\n",
+    "#f\r\n",
+    ",3.14\r\n",
+    ",-inf\r\n",
+    "(3492890328409238509324850943850943825024385\r\n",
+    "=15\r\ntxt:Some string\r\n",
+    "!21\r\nSYNTAX invalid syntax\r\n",
+    "%0\r\n",
+    "%2\r\n+first\r\n:1\r\n+second\r\n%1\r\n$1\r\nk\r\n~2\r\n:1\r\n#f\r\n",
+    "~3\r\n$1\r\na\r\n_\r\n,1.5\r\n",
+    ">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nfoo\r\n",
+    ">3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n",
+    // An attribute belongs to the value after it: one frame.
+    "|1\r\n+key-popularity\r\n%2\r\n$1\r\na\r\n,0.19\r\n$1\r\nb\r\n,0.5\r\n*2\r\n:2\r\n:9\r\n",
+    "*2\r\n|1\r\n+ttl\r\n:3600\r\n$1\r\nx\r\n:1\r\n",
 };
 
 TEST(ReplyFramer, EveryReplyAlone) {
@@ -100,12 +117,18 @@ TEST(ReplyFramer, IncompleteNeedsMore) {
   EXPECT_EQ(framer.Next("*2\r\n$3\r\nfoo\r\n:1\r", &len), FrameStatus::kNeedMore);
   EXPECT_EQ(framer.Next("*2\r\n$3\r\nfoo\r\n:1\r\n", &len), FrameStatus::kComplete);
   EXPECT_EQ(len, 17u);
+  // An attribute alone is not a reply yet.
+  ReplyFramer attr;
+  EXPECT_EQ(attr.Next("|1\r\n+a\r\n:1\r\n", &len), FrameStatus::kNeedMore);
+  EXPECT_EQ(attr.Next("|1\r\n+a\r\n:1\r\n#t\r\n", &len), FrameStatus::kComplete);
+  EXPECT_EQ(len, 16u);
 }
 
-TEST(ReplyFramer, RejectsWhatIsNotResp2) {
+TEST(ReplyFramer, RejectsWhatIsNotResp) {
   for (const char* bad :
        {"!x\r\n", "$abc\r\n", "$-2\r\n", "*-5\r\n", "$3\r\nfooXY", "+OK\rX", "$01\r\nx\r\n",
-        "%1\r\n", "*922\r\n*9223372036854775806\r\n", "$9223372036854775807\r\n"}) {
+        "%-1\r\n", "=-1\r\n", "$?\r\n", "&1\r\n", "*922\r\n*9223372036854775806\r\n",
+        "%4611686018427387904\r\n", "$9223372036854775807\r\n"}) {
     ReplyFramer framer;
     size_t len = 0;
     EXPECT_EQ(framer.Next(bad, &len), FrameStatus::kError) << bad;
