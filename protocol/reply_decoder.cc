@@ -1,5 +1,9 @@
 #include "protocol/reply_decoder.h"
 
+#include <string>
+
+#include "protocol/resp3.h"
+
 namespace bloomproxy::protocol {
 
 ReplyDecoder::ReplyDecoder() : reader_(redisReaderCreate()) {}
@@ -8,6 +12,9 @@ ReplyDecoder::~ReplyDecoder() { redisReaderFree(reader_); }
 
 ReplyPtr ReplyDecoder::Decode(std::string_view frame) {
   if (reader_ == nullptr) return nullptr;
+  // A reply from a RESP3 connection is read as the RESP2 reply Redis would have sent.
+  std::string resp2;
+  if (Resp3ToResp2(frame, &resp2)) frame = resp2;
   void* reply = nullptr;
   if (redisReaderFeed(reader_, frame.data(), frame.size()) != REDIS_OK ||
       redisReaderGetReply(reader_, &reply) != REDIS_OK || reply == nullptr) {

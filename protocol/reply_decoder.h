@@ -23,7 +23,8 @@ class ReplyDecoder {
   ReplyDecoder& operator=(const ReplyDecoder&) = delete;
 
   // `frame` must be exactly one complete reply (as framed by ReplyFramer). Returns null when
-  // hiredis cannot decode it (too deep, or malformed); the decoder stays usable.
+  // hiredis cannot decode it (too deep, or malformed); the decoder stays usable. A RESP3 reply
+  // is decoded as its RESP2 form (protocol/resp3.h).
   ReplyPtr Decode(std::string_view frame);
 
  private:
