@@ -98,9 +98,10 @@ std::string_view ScriptOf(Kind kind, const std::vector<std::string_view>& args) 
       return EncodingScript();
     case Kind::kHashRead:
     case Kind::kHashWrite:
-      if (args.size() > kMaxScriptArgs) return HashInPartsScript();
-      return protocol::LookupCommand(args[0])->name == "hincrby" ? HashIncrByScript()
-                                                                 : HashScript();
+      if (args.size() > kMaxScriptArgs) return HashInPartsScript(kind == Kind::kHashWrite);
+      return protocol::LookupCommand(args[0])->name == "hincrby"
+                 ? HashIncrByScript()
+                 : HashScript(kind == Kind::kHashWrite);
     case Kind::kDump:
       return DumpScript();
     case Kind::kExpire:

@@ -62,9 +62,10 @@ inline constexpr std::string_view kDumpRefused =
 std::string_view TypeScript();
 std::string_view CopyScript();
 std::string_view EncodingScript();
-std::string_view HashScript();         // any hash command but these two:
-std::string_view HashIncrByScript();   // HINCRBY (its result may not fit a Lua number)
-std::string_view HashInPartsScript();  // more than kMaxScriptArgs arguments
+// `writes`: the command writes (its markers are read without tracking, key_scripts_marked.cc).
+std::string_view HashScript(bool writes);         // any hash command but these two:
+std::string_view HashIncrByScript();              // HINCRBY (its result may not fit a Lua number)
+std::string_view HashInPartsScript(bool writes);  // more than kMaxScriptArgs arguments
 std::string_view DumpScript();
 std::string_view DeleteScript();
 std::string_view ExpireScript();

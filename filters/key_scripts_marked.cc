@@ -71,6 +71,26 @@ if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 and redis.call('TYPE', KEYS[1]).ok
 end
 )lua";
 
+// The same for a command that writes. A read-only command inside a script makes a client with
+// CLIENT TRACKING track every key of the script (Redis remembers the caller's keys), so an
+// HSET would track its own key and get an invalidation for its own write, which Redis sends
+// only after a read. So writes look at the markers with SETRANGE of nothing, a write command
+// that changes nothing (no notification, no propagation) and answers the length of a string
+// key, 0 for none; on an error (a write refused under maxmemory, on a read-only replica) they
+// fall back to EXISTS.
+constexpr std::string_view kHashWriteCheck = R"lua(
+local function marked(k)
+  local n = redis.pcall('SETRANGE', k, 0, '')
+  if type(n) == 'number' then return n > 0 end
+  return redis.call('EXISTS', k) == 1
+end
+if (marked(KEYS[2]) or marked(KEYS[3])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then
+  if redis.call('TYPE', KEYS[2]).ok == 'string' then ARGV[2] = KEYS[2]
+  elseif redis.call('TYPE', KEYS[3]).ok == 'string' then ARGV[2] = KEYS[3]
+  else return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'} end
+end
+)lua";
+
 constexpr std::string_view kHashRun = R"lua(
 return redis.pcall(unpack(ARGV))
 )lua";
@@ -123,19 +143,21 @@ std::string_view TypeScript() { return kTypeScript; }
 std::string_view CopyScript() { return kCopyScript; }
 std::string_view EncodingScript() { return kEncodingScript; }
 
-std::string_view HashScript() {
-  static const std::string text = std::string(kHashCheck) + std::string(kHashRun);
-  return text;
+std::string_view HashScript(bool writes) {
+  static const std::string read = std::string(kHashCheck) + std::string(kHashRun);
+  static const std::string write = std::string(kHashWriteCheck) + std::string(kHashRun);
+  return writes ? write : read;
 }
 
 std::string_view HashIncrByScript() {
-  static const std::string text = std::string(kHashCheck) + std::string(kHashIncrByRun);
+  static const std::string text = std::string(kHashWriteCheck) + std::string(kHashIncrByRun);
   return text;
 }
 
-std::string_view HashInPartsScript() {
-  static const std::string text = std::string(kHashCheck) + std::string(kHashInPartsRun);
-  return text;
+std::string_view HashInPartsScript(bool writes) {
+  static const std::string read = std::string(kHashCheck) + std::string(kHashInPartsRun);
+  static const std::string write = std::string(kHashWriteCheck) + std::string(kHashInPartsRun);
+  return writes ? write : read;
 }
 
 std::string_view DumpScript() {

@@ -45,23 +45,25 @@ const SketchCommandDoc kDocs[] = {
 
 std::string_view FamilyCategory(SketchFamily f) { return f == kBloom ? "bloom" : "cms"; }
 
-std::string EncodeEntry(const SketchCommandDoc& d) {
+// Redis's addReplyCommandInfo: flags, ACL categories, tips, key specs and subcommands are sets
+// (arrays in RESP2).
+std::string EncodeEntry(const SketchCommandDoc& d, protocol::Resp resp) {
   std::string out;
   protocol::AppendArrayHeader(&out, 10);
   protocol::AppendBulk(&out, d.name);
   protocol::AppendInteger(&out, d.arity);
-  protocol::AppendArrayHeader(&out, static_cast<int64_t>(d.flags.size() + 1));
+  protocol::AppendSetHeader(&out, static_cast<int64_t>(d.flags.size() + 1), resp);
   for (const char* f : d.flags) protocol::AppendSimple(&out, f);
   protocol::AppendSimple(&out, "module");
   protocol::AppendInteger(&out, 1);           // first key
   protocol::AppendInteger(&out, d.last_key);  // last key
   protocol::AppendInteger(&out, 1);           // step
-  protocol::AppendArrayHeader(&out, 2);
+  protocol::AppendSetHeader(&out, 2, resp);
   protocol::AppendSimple(&out, d.category);
   protocol::AppendSimple(&out, "@" + std::string(FamilyCategory(d.family)));
-  protocol::AppendArrayHeader(&out, 0);  // tips
-  protocol::AppendArrayHeader(&out, 0);  // key specs
-  protocol::AppendArrayHeader(&out, 0);  // subcommands
+  protocol::AppendSetHeader(&out, 0, resp);  // tips
+  protocol::AppendSetHeader(&out, 0, resp);  // key specs
+  protocol::AppendSetHeader(&out, 0, resp);  // subcommands
   return out;
 }
 
@@ -96,17 +98,18 @@ std::vector<SketchCommandName> SketchCommandNames() {
   return out;
 }
 
-std::vector<std::string> SketchCommandEntries(SketchFamilies families) {
+std::vector<std::string> SketchCommandEntries(SketchFamilies families, protocol::Resp resp) {
   std::vector<std::string> out;
   for (const SketchCommandDoc& d : kDocs) {
-    if (families & FamilyBit(d.family)) out.push_back(EncodeEntry(d));
+    if (families & FamilyBit(d.family)) out.push_back(EncodeEntry(d, resp));
   }
   return out;
 }
 
-std::string SketchCommandEntry(std::string_view name, SketchFamilies families) {
+std::string SketchCommandEntry(std::string_view name, SketchFamilies families,
+                               protocol::Resp resp) {
   const SketchCommandDoc* d = Find(name);
-  return d != nullptr && (families & FamilyBit(d->family)) ? EncodeEntry(*d) : std::string();
+  return d != nullptr && (families & FamilyBit(d->family)) ? EncodeEntry(*d, resp) : std::string();
 }
 
 bool SketchArityOk(std::string_view name, size_t argc) {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/encoder.h"
+
 namespace bloomproxy::filters {
 
 // The family a command belongs to: each is emulated or forwarded as configured (bf-mode,
@@ -33,7 +35,8 @@ std::vector<size_t> SketchCommandKeys(const std::vector<std::string_view>& args)
 
 // COMMAND entries (RESP2 arrays, Redis 7 layout) of the commands of `families`, for the proxy to
 // add to the upstream's COMMAND output.
-std::vector<std::string> SketchCommandEntries(SketchFamilies families);
+std::vector<std::string> SketchCommandEntries(SketchFamilies families,
+                                              protocol::Resp resp = protocol::Resp::k2);
 
 // Every sketch command (lower case), whether it writes (its COMMAND entry's ACL category is
 // @write, else @read) and its family's ACL category (RedisBloom's @bloom or @cms).
@@ -46,6 +49,7 @@ struct SketchCommandName {
 std::vector<SketchCommandName> SketchCommandNames();
 
 // The entry of one sketch command by name (any case) if its family is in `families`, or empty.
-std::string SketchCommandEntry(std::string_view name, SketchFamilies families);
+std::string SketchCommandEntry(std::string_view name, SketchFamilies families,
+                               protocol::Resp resp = protocol::Resp::k2);
 
 }  // namespace bloomproxy::filters

@@ -37,8 +37,13 @@ FrameStatus ReplyFramer::Next(std::string_view input, size_t* length) {
     const size_t after_line = static_cast<size_t>(end - base) + 2;
     const char type = line[0];
     switch (type) {
-      case '+': case '-': case ':':  // RESP2 lines
-      case '_': case '#': case ',': case '(':  // RESP3: null, boolean, double, big number
+      case '+':
+      case '-':
+      case ':':  // RESP2 lines
+      case '_':
+      case '#':
+      case ',':
+      case '(':  // RESP3: null, boolean, double, big number
         pos_ = after_line;
         --owed_;
         continue;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "protocol/encoder.h"
+#include "protocol/reply_framer.h"
 #include "protocol/request_parser.h"
 
 namespace bloomproxy::protocol {
@@ -136,6 +137,47 @@ bool HasResp3(std::string_view frame) {
 }
 
 }  // namespace
+
+std::string PairsToResp3(std::string_view frame, bool as_pairs) {
+  const size_t eol = frame.find("\r\n");
+  int64_t n = 0;
+  if (frame.empty() || frame[0] != '*' || eol == std::string_view::npos ||
+      !StringToInt64(frame.substr(1, eol - 1), &n) || n < 0 || n % 2 != 0) {
+    return std::string(frame);
+  }
+  std::string out;
+  if (!as_pairs) {
+    AppendMapHeader(&out, n / 2);
+    out.append(frame.substr(eol + 2));
+    return out;
+  }
+  AppendArrayHeader(&out, n / 2);
+  std::string_view rest = frame.substr(eol + 2);
+  ReplyFramer framer;
+  for (int64_t i = 0; i < n; ++i) {
+    size_t len = 0;
+    if (framer.Next(rest, &len) != FrameStatus::kComplete) return std::string(frame);
+    if (i % 2 == 0) AppendArrayHeader(&out, 2);
+    out.append(rest.substr(0, len));
+    rest.remove_prefix(len);
+  }
+  return out;
+}
+
+bool IsSubscribeReplyPush(std::string_view frame) {
+  // ">3\r\n$9\r\nsubscribe\r\n...": the first element names the kind.
+  const size_t eol = frame.find("\r\n");
+  if (frame.empty() || frame[0] != '>' || eol == std::string_view::npos) return false;
+  std::string_view rest = frame.substr(eol + 2);
+  for (std::string_view kind :
+       {"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"}) {
+    std::string head = "$" + std::to_string(kind.size()) + "\r\n";
+    head.append(kind);
+    head += "\r\n";
+    if (rest.substr(0, head.size()) == head) return true;
+  }
+  return false;
+}
 
 bool Resp3ToResp2(std::string_view frame, std::string* out) {
   if (!HasResp3(frame)) return false;

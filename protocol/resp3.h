@@ -36,4 +36,13 @@ inline bool IsResp3Type(char c) {
   }
 }
 
+// A flat array of 2n field/value elements, as a RESP3 client gets it from Redis: a map of n
+// pairs (HGETALL), or with `as_pairs` an array of n two-element arrays (HRANDFIELD ...
+// WITHVALUES). Anything else is returned as it is.
+std::string PairsToResp3(std::string_view frame, bool as_pairs);
+
+// A RESP3 push that is the reply of a command: (p|s)(un)subscribe's confirmations. Other pushes
+// (messages, invalidations) come on their own.
+bool IsSubscribeReplyPush(std::string_view frame);
+
 }  // namespace bloomproxy::protocol

@@ -44,34 +44,38 @@ class UpstreamPool;
 // What the client must learn from a reply besides forwarding it.
 enum class Hook : uint8_t {
   kNone,
-  kInfo,          // INFO: cluster_enabled:1, and (`arg` 1) the "# Proxy" section appended
-  kSelect,        // +OK: the connection's db is now `arg`
-  kMulti,         // +OK: in a transaction (the commands queued from now on are counted)
-  kExec,          // EXEC: the transaction and the watches are over; the proxy's answers and the
-                  // effects of queued commands are taken from its reply (transaction.cc);
-                  // `arg`: the transaction (multi_seq_)
-  kDiscard,       // DISCARD: the transaction and the watches are over (`arg` as for kExec)
-  kWatch,         // +OK: watching keys
-  kUnwatch,       // +OK: no longer watching
-  kSubscribe,     // (p|s)(un)subscribe: each frame carries the new subscription count
-  kMonitor,       // +OK: every later "+<timestamp> ..." frame is monitor output
-  kTracking,      // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
-  kNoEvict,       // +OK: CLIENT NO-EVICT is now `arg`
-  kReadonly,      // +OK: READONLY (`arg` 1) or READWRITE (0)
-  kAsking,        // +OK: the next command is ASKING's
-  kPause,         // +OK: CLIENT PAUSE for `arg` ms (sub_kind 1: writes only)
-  kUnpause,       // +OK: CLIENT UNPAUSE
-  kQueued,        // +QUEUED of a command the proxy follows inside MULTI (`arg`: its entry)
-  kReset,         // +RESET of a RESET sent upstream (monitor, pub/sub): the client is reset
-  kAuthUpstream,  // internal: the proxy's own AUTH on a new upstream connection
-  kServerInfo,    // internal: INFO server/replication, to learn version, mode and role
-  kUpstreamId,    // internal: CLIENT ID of a pinned connection (Unix socket upstream)
-  kProbe,         // internal: the stall check's PING (UpstreamPool::CheckTimeouts)
-  kCommandAll,    // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
-  kCommandCount,  // COMMAND COUNT: plus the BF.* commands
-  kCommandInfo,   // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
-  kHideKeys,      // KEYS (`arg` 0) or SCAN (1): filters' and sketches' internal keys taken out
-  kClusterSlots,  // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
+  kInfo,           // INFO: cluster_enabled:1, and (`arg` 1) the "# Proxy" section appended
+  kSelect,         // +OK: the connection's db is now `arg`
+  kMulti,          // +OK: in a transaction (the commands queued from now on are counted)
+  kExec,           // EXEC: the transaction and the watches are over; the proxy's answers and the
+                   // effects of queued commands are taken from its reply (transaction.cc);
+                   // `arg`: the transaction (multi_seq_)
+  kDiscard,        // DISCARD: the transaction and the watches are over (`arg` as for kExec)
+  kWatch,          // +OK: watching keys
+  kUnwatch,        // +OK: no longer watching
+  kSubscribe,      // (p|s)(un)subscribe: each frame carries the new subscription count
+  kMonitor,        // +OK: every later "+<timestamp> ..." frame is monitor output
+  kTracking,       // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
+  kNoEvict,        // +OK: CLIENT NO-EVICT is now `arg`
+  kReadonly,       // +OK: READONLY (`arg` 1) or READWRITE (0)
+  kAsking,         // +OK: the next command is ASKING's
+  kPause,          // +OK: CLIENT PAUSE for `arg` ms (sub_kind 1: writes only)
+  kUnpause,        // +OK: CLIENT UNPAUSE
+  kQueued,         // +QUEUED of a command the proxy follows inside MULTI (`arg`: its entry)
+  kReset,          // +RESET of a RESET sent upstream (monitor, pub/sub): the client is reset
+  kAuthUpstream,   // internal: the proxy's own AUTH on a new upstream connection
+  kHelloUpstream,  // internal: HELLO 3 on a new upstream connection of a RESP3 flavor
+  kServerInfo,     // internal: INFO server/replication, to learn version, mode and role
+  kUpstreamId,     // internal: CLIENT ID of a pinned connection (Unix socket upstream)
+  kProbe,          // internal: the stall check's PING (UpstreamPool::CheckTimeouts)
+  kCommandAll,     // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
+  kCommandCount,   // COMMAND COUNT: plus the BF.* commands
+  kCommandInfo,    // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
+  kHideKeys,       // KEYS (`arg` 0) or SCAN (1): filters' and sketches' internal keys taken out
+  kClusterSlots,   // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
+  kResp3Pairs,     // a hash command run in a script, for a RESP3 client: the flat array of field
+                   // and value is a map (`arg` 0, HGETALL) or an array of pairs (1, HRANDFIELD
+                   // WITHVALUES), as Redis answers RESP3
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -152,6 +156,8 @@ class Client {
   bool is_unix() const { return is_unix_; }
   // The protocol the client speaks: RESP2 until HELLO 3.
   protocol::Resp resp() const { return resp_; }
+  // The flavor of upstream connection its commands take (ConnFlavor, Server::Flavor).
+  uint16_t flavor() const { return flavor_; }
 
   // Starts reading after a successful accept.
   void Start();
@@ -368,6 +374,12 @@ class Client {
   Dispatched HandleClient(const protocol::Command& cmd);
   Dispatched HandleClientKill(const protocol::Command& cmd);
   Dispatched HandleHello(const protocol::Command& cmd);
+  // HELLO 3 is served when the upstream speaks RESP3 (Redis 6 or later, not a sharding proxy).
+  bool UpstreamSpeaksResp3() const;
+  // HELLO's protocol switch: later commands take connections of the new flavor.
+  void SetProtocol(protocol::Resp resp);
+  // Text as Redis's addReplyVerbatim writes it to this client (a bulk in RESP2).
+  std::string Verbatim(std::string_view text) const;
   Dispatched HandleAuth(const protocol::Command& cmd);
   Dispatched HandleInfo(const protocol::Command& cmd);
   Dispatched HandleReset(const protocol::Command& cmd);
@@ -531,6 +543,7 @@ class Client {
 
   // Identity.
   protocol::Resp resp_ = protocol::Resp::k2;
+  uint16_t flavor_ = 0;
   bool authenticated_ = false;
   std::string user_ = "default";
   const CommandAcl* acl_ = nullptr;  // user_'s command rules; nullptr: every command

@@ -222,7 +222,7 @@ bool Client::StartDeferredMulti(const Command& cmd, const CommandInfo* info, Dis
     return false;
   }
   deferred_multi_ = false;
-  pinned_ = pool->AcquirePinned(this);
+  pinned_ = pool->AcquirePinned(this, flavor_);
   multi_slot_ = slot >= 0 ? slot : -1;
   // The client has MULTI's +OK already.
   Pending* p = NewUpstreamSlot(pinned_);

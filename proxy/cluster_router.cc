@@ -267,7 +267,10 @@ bool ClusterRouter::SendTo(UpstreamPool* pool, Pending* slot) {
   size_t hint = slot->sink != nullptr     ? slot->sink->hint()
                 : slot->client != nullptr ? slot->client->shared_hint()
                                           : 0;
-  UpstreamConn* conn = pool->Shared(&hint);
+  const uint16_t flavor = slot->sink != nullptr     ? slot->sink->flavor()
+                          : slot->client != nullptr ? slot->client->flavor()
+                                                    : 0;
+  UpstreamConn* conn = pool->Shared(&hint, flavor);
   if (conn == nullptr) return false;
   if (slot->asking) {
     auto* p = new Pending;

@@ -164,7 +164,17 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
     }
   }
   if (!upstream_decides && server_->emulated() != 0 && (route.traits & protocol::kTraitFilterKey)) {
-    RewriteKeyCommand(cmd, &out.rewritten);
+    if (RewriteKeyCommand(cmd, &out.rewritten) && resp_ == protocol::Resp::k3) {
+      // A script's table is an array: RESP3's map of HGETALL and pairs of HRANDFIELD come back.
+      if (IEquals(cmd.args[0], "hgetall")) {
+        out.hook = Hook::kResp3Pairs;
+        out.arg = 0;
+      } else if (IEquals(cmd.args[0], "hrandfield") && cmd.args.size() == 4 &&
+                 IEquals(cmd.args[3], "withvalues")) {
+        out.hook = Hook::kResp3Pairs;
+        out.arg = 1;
+      }
+    }
   }
   AddCompletionHook(cmd, name, &out);
   if (!upstream_decides && route.effect == Effect::kUnblock && cmd.args.size() > 2) {
@@ -447,19 +457,19 @@ UpstreamConn* Client::TargetFor(UpstreamPool* pool, bool own_conn, Dispatched* r
       *result = Dispatched::kRetryLater;
       return nullptr;
     }
-    if (pool->Shared(&shared_slot_) == nullptr || !pool->Reachable()) {
+    if (pool->Shared(&shared_slot_, flavor_) == nullptr || !pool->Reachable()) {
       // The upstream is down: say so at once, as for any command, rather than open a
       // connection that fails and takes the client's state with it.
       ReplyUnavailable(pool);
       *result = Dispatched::kDone;
       return nullptr;
     }
-    pinned_ = pool->AcquirePinned(this);
+    pinned_ = pool->AcquirePinned(this, flavor_);
     target = pinned_;
     *acquired = true;
   }
   if (target == nullptr) {
-    target = pool->Shared(&shared_slot_);
+    target = pool->Shared(&shared_slot_, flavor_);
     if (target == nullptr) {
       ReplyUnavailable(pool);
       *result = Dispatched::kDone;

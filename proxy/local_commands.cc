@@ -140,9 +140,17 @@ Client::Dispatched Client::HandleAuth(const Command& cmd) {
   return Dispatched::kDone;
 }
 
+bool Client::UpstreamSpeaksResp3() const {
+  // HELLO came with Redis 6. A sharding proxy closes the connection on HELLO.
+  if (server_->sharding_proxy()) return false;
+  const std::string& v = server_->upstream_info().version;
+  return !v.empty() && v[0] >= '6' && v[0] <= '9' && (v.size() == 1 || v[1] == '.');
+}
+
 Client::Dispatched Client::HandleHello(const Command& cmd) {
-  // Redis src/networking.c helloCommand, for RESP2. RESP3 comes later.
+  // Redis src/networking.c helloCommand.
   size_t next = 1;
+  protocol::Resp resp = resp_;
   if (cmd.args.size() >= 2) {
     int64_t ver = 0;
     if (!protocol::StringToInt64(cmd.args[1], &ver)) {
@@ -153,10 +161,11 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
       ReplyLocal(errors::kUnsupportedProto);
       return Dispatched::kDone;
     }
-    if (ver == 3) {
-      ReplyLocal(errors::kNoProto);  // RESP3 is not served yet
+    if (ver == 3 && !UpstreamSpeaksResp3()) {
+      ReplyLocal(errors::kNoProto);
       return Dispatched::kDone;
     }
+    resp = ver == 3 ? protocol::Resp::k3 : protocol::Resp::k2;
     next = 2;
   }
   std::string_view user, password, setname;
@@ -201,15 +210,16 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
     }
     name_.assign(setname);
   }
+  SetProtocol(resp);
   const UpstreamInfo& up = server_->upstream_info();
   std::string r;
-  protocol::AppendArrayHeader(&r, 14);
+  protocol::AppendMapHeader(&r, 7, resp_);
   protocol::AppendBulk(&r, "server");
   protocol::AppendBulk(&r, "redis");
   protocol::AppendBulk(&r, "version");
   protocol::AppendBulk(&r, up.version);
   protocol::AppendBulk(&r, "proto");
-  protocol::AppendInteger(&r, 2);
+  protocol::AppendInteger(&r, static_cast<int64_t>(resp_));
   protocol::AppendBulk(&r, "id");
   protocol::AppendInteger(&r, static_cast<int64_t>(id_));
   protocol::AppendBulk(&r, "mode");
@@ -222,6 +232,30 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
   return Dispatched::kDone;
 }
 
+std::string Client::Verbatim(std::string_view text) const {
+  std::string out;
+  protocol::AppendVerbatim(&out, text, resp_);
+  return out;
+}
+
+void Client::SetProtocol(protocol::Resp resp) {
+  if (resp == resp_) return;
+  resp_ = resp;
+  flavor_ = server_->Flavor(resp, flavor_ != 0 && server_->flavor(flavor_).client_user,
+                            server_->flavor(flavor_).user, server_->flavor(flavor_).password);
+  if (pinned_ != nullptr) {
+    // The state on the client's own connection stays: that connection switches too (its
+    // reply is the client's HELLO's, answered here), and is not reused by another flavor.
+    std::string hello;
+    protocol::AppendCommand(&hello, std::initializer_list<std::string_view>{
+                                        "HELLO", resp == protocol::Resp::k3 ? "3" : "2"});
+    Pending* p = NewUpstreamSlot(pinned_);
+    p->suppress = true;
+    pinned_->Send(hello, p);
+    pinned_->mark_dirty();
+  }
+}
+
 Client::Dispatched Client::HandleClient(const Command& cmd) {
   std::string_view sub = cmd.args[1];
   const size_t argc = cmd.args.size();
@@ -229,7 +263,9 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
     ReplyLocal(Integer(static_cast<int64_t>(id_)));
   } else if (IEquals(sub, "getname") && argc == 2) {
     if (name_.empty()) {
-      ReplyLocal("$-1\r\n");
+      std::string null;
+      protocol::AppendNull(&null, resp_);
+      ReplyLocal(null);
     } else {
       ReplyLocal(Bulk(name_));
     }
@@ -258,7 +294,7 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
     // -1: tracking off; 0: on without redirection; else the proxy id of the redirect client.
     ReplyLocal(Integer(!tracking_ ? -1 : static_cast<int64_t>(tracking_redirect_)));
   } else if (IEquals(sub, "info") && argc == 2) {
-    ReplyLocal(Bulk(InfoLine() + "\n"));
+    ReplyLocal(Verbatim(InfoLine() + "\n"));
   } else if (IEquals(sub, "list")) {
     // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]
     std::string type;
@@ -302,7 +338,7 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
                 [](const Client* a, const Client* b) { return a->id_ < b->id_; });
       for (const Client* c : all) add(c);
     }
-    ReplyLocal(Bulk(text));
+    ReplyLocal(Verbatim(text));
   } else if (IEquals(sub, "kill") && argc >= 3) {
     return HandleClientKill(cmd);
   } else if (IEquals(sub, "reply") && argc == 3) {
@@ -431,7 +467,7 @@ bool Client::InfoWantsProxySection(const Command& cmd) {
 
 Client::Dispatched Client::HandleInfo(const Command& cmd) {
   if (cmd.args.size() == 2 && IEquals(cmd.args[1], "proxy")) {
-    ReplyLocal(Bulk(server_->ProxySection()));
+    ReplyLocal(Verbatim(server_->ProxySection()));
     return Dispatched::kDone;
   }
   return Dispatched::kForward;
@@ -488,7 +524,7 @@ std::string Client::InfoLine() const {
       buf, sizeof(buf),
       "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=%lld sub=%lld "
       "psub=%lld ssub=%lld multi=%lld qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu rbp=0 "
-      "obl=0 oll=%zu omem=%zu tot-mem=%zu events=%s cmd=%s user=%s redir=-1 resp=2",
+      "obl=0 oll=%zu omem=%zu tot-mem=%zu events=%s cmd=%s user=%s redir=%lld resp=%d",
       static_cast<unsigned long long>(id_), addr_.c_str(), laddr_.c_str(), fd, name_.c_str(),
       static_cast<unsigned long long>((now - created_ms_) / 1000),
       static_cast<unsigned long long>((now - last_interaction_ms_) / 1000), flags.c_str(),
@@ -496,7 +532,9 @@ std::string Client::InfoLine() const {
       static_cast<long long>(patterns_), static_cast<long long>(shard_channels_),
       static_cast<long long>(in_multi_ ? multi_count_ : -1), in_.size(), in_.free_space(),
       in_.capacity(), replies_.size(), out_.size(), sizeof(Client) + in_.capacity() + out_.size(),
-      out_.empty() ? "r" : "rw", std::string(last_cmd_).c_str(), user_.c_str());
+      out_.empty() ? "r" : "rw", std::string(last_cmd_).c_str(), user_.c_str(),
+      static_cast<long long>(!tracking_ ? -1 : static_cast<int64_t>(tracking_redirect_)),
+      static_cast<int>(resp_));
   std::string line(buf);
   line += " lib-name=" + lib_name_ + " lib-ver=" + lib_ver_;
   return line;

@@ -23,6 +23,7 @@ void PlanRunner::Run(Server* server, std::vector<Pending*> slots, UpstreamRef co
   runner->done_ = std::move(done);
   if (!runner->slots_.empty() && runner->slots_[0]->client != nullptr) {
     runner->hint_ = runner->slots_[0]->client->shared_hint();
+    runner->flavor_ = runner->slots_[0]->client->flavor();
   }
   filters::PlanStep step;
   runner->plan_->Start(&step);

@@ -42,6 +42,7 @@ class PlanRunner : public ReplySink {
   // are put back in order once all are in.
   void OnPart(uint32_t part, std::string_view frame) override;
   size_t hint() const override { return hint_; }
+  uint16_t flavor() const override { return flavor_; }
 
  private:
   PlanRunner(Server* server, std::vector<Pending*> slots, UpstreamRef conn,
@@ -58,6 +59,7 @@ class PlanRunner : public ReplySink {
   std::unique_ptr<filters::StepReplies> replies_;
   int key_slot_ = -1;
   size_t hint_ = 0;
+  uint16_t flavor_ = 0;
   std::vector<std::string> parts_;  // the replies of the step's parts, in request order
   size_t parts_left_ = 0;
   std::function<void()> done_;

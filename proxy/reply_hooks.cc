@@ -7,6 +7,7 @@
 #include "protocol/encoder.h"
 #include "protocol/internal_keys.h"
 #include "protocol/reply_framer.h"
+#include "protocol/resp3.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
 #include "proxy/server.h"
@@ -30,13 +31,16 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
   if (slot->hook != Hook::kNone && slot->client != nullptr) ApplyHook(slot, frame);
   // Subscribe-family confirmations are pushes: Redis sends them even under CLIENT REPLY OFF.
   if (!slot->suppress || slot->hook == Hook::kSubscribe) {
-    if (slot->hook == Hook::kInfo && !is_error && !frame.empty() && frame[0] == '$') {
+    if (slot->hook == Hook::kInfo && !is_error && !frame.empty() &&
+        (frame[0] == '$' || frame[0] == '=')) {
       slot->data.append(WithProxySection(frame, slot->arg != 0));
     } else if ((slot->hook == Hook::kCommandAll || slot->hook == Hook::kCommandCount) &&
                !is_error) {
       slot->data.append(AddBfCommands(slot->hook, frame));
     } else if (slot->hook == Hook::kCommandInfo && !is_error) {
       slot->data.append(FillBfCommandInfo(slot->arg, frame));
+    } else if (slot->hook == Hook::kResp3Pairs && !is_error) {
+      slot->data.append(protocol::PairsToResp3(frame, slot->arg != 0));
     } else if (slot->hook == Hook::kHideKeys && !is_error) {
       slot->data.append(protocol::HideInternalKeys(frame, slot->arg != 0));
     } else if (slot->hook == Hook::kExec && !queued_entries_.empty() && !is_error) {
@@ -85,9 +89,7 @@ std::string Client::WithProxySection(std::string_view frame, bool proxy_section)
     body += "\r\n";
     body += server_->ProxySection();
   }
-  std::string bulk;
-  protocol::AppendBulk(&bulk, body);
-  return bulk;
+  return Verbatim(body);
 }
 
 std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
@@ -95,7 +97,7 @@ std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
   // COMMAND COUNT: an integer.
   std::vector<std::string> extra;
   if (hook == Hook::kCommandAll) {
-    extra = filters::SketchCommandEntries(server_->emulated());
+    extra = filters::SketchCommandEntries(server_->emulated(), resp_);
   }
   const size_t eol = frame.find("\r\n");
   int64_t n = 0;
@@ -142,7 +144,8 @@ std::string Client::FillBfCommandInfo(int64_t positions, std::string_view frame)
     if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return std::string(frame);
     std::string entry;
     if (i < 64 && ((positions >> i) & 1) && static_cast<size_t>(i) < bf_names_.size()) {
-      entry = filters::SketchCommandEntry(bf_names_[static_cast<size_t>(i)], server_->emulated());
+      entry = filters::SketchCommandEntry(bf_names_[static_cast<size_t>(i)], server_->emulated(),
+                                          resp_);
     }
     out += entry.empty() ? std::string(rest.substr(0, len)) : entry;
     rest.remove_prefix(len);
@@ -248,6 +251,14 @@ bool Client::OnPush(UpstreamConn* conn, std::string_view frame) {
       std::isdigit(static_cast<unsigned char>(frame[1]))) {
     // MONITOR output is an ordinary reply for Redis: CLIENT REPLY OFF drops it.
     if (!reply_off_) Append(frame);
+    return true;
+  }
+  if (!frame.empty() && frame[0] == '>') {
+    // RESP3: messages and invalidations are pushes, and so are the replies of the subscribe
+    // family, which stay replies to their command. Redis writes pushes even under CLIENT REPLY
+    // OFF.
+    if (protocol::IsSubscribeReplyPush(frame)) return false;
+    Append(frame);
     return true;
   }
   if (in_pubsub() && (StartsWith(frame, "*3\r\n$7\r\nmessage\r\n") ||

@@ -17,6 +17,9 @@ class ReplySink {
   // The client whose shared connection the parts prefer (so they stay in order with the
   // client's other commands); any number.
   virtual size_t hint() const = 0;
+  // The flavor of connection the parts take: the client's (a RESP3 client's get RESP3
+  // replies).
+  virtual uint16_t flavor() const { return 0; }
 };
 
 }  // namespace bloomproxy::proxy

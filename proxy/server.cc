@@ -234,6 +234,26 @@ void Server::OnClientClosed(Client* c) {
   if (shutting_down_) MaybeFinishShutdown();
 }
 
+uint16_t Server::Flavor(protocol::Resp resp, bool client_user, std::string_view user,
+                        std::string_view password) {
+  for (size_t i = 0; i < flavors_.size(); ++i) {
+    const ConnFlavor& f = flavors_[i];
+    if (f.resp == resp && f.client_user == client_user &&
+        (!client_user || (f.user == user && f.password == password))) {
+      return static_cast<uint16_t>(i);
+    }
+  }
+  ConnFlavor f;
+  f.resp = resp;
+  f.client_user = client_user;
+  if (client_user) {
+    f.user.assign(user);
+    f.password.assign(password);
+  }
+  flavors_.push_back(std::move(f));
+  return static_cast<uint16_t>(flavors_.size() - 1);
+}
+
 void Server::QueueFlush(Client* c) { dirty_clients_.push_back(c); }
 
 void Server::QueueFlush(UpstreamConn* u) {

@@ -73,6 +73,11 @@ class Server {
   bool shutting_down() const { return shutting_down_; }
   uint64_t NowMs() const { return uv_now(const_cast<uv_loop_t*>(&loop_)); }
   uint64_t NextUpstreamId() { return ++upstream_ids_; }
+  // The number of a connection flavor (proxy/upstream.h), added when new; and a flavor by
+  // number. Flavor 0: RESP2 with the proxy's own credentials.
+  uint16_t Flavor(protocol::Resp resp, bool client_user = false, std::string_view user = {},
+                  std::string_view password = {});
+  const ConnFlavor& flavor(uint16_t id) const { return flavors_[id]; }
   size_t client_count() const { return clients_.size(); }
   const std::unordered_map<uint64_t, Client*>& clients() const { return clients_; }
   std::string ProxySection() const;
@@ -152,6 +157,7 @@ class Server {
   void MaybeFinishShutdown();
 
   conf::Options options_;
+  std::vector<ConnFlavor> flavors_ = std::vector<ConnFlavor>(1);
   uint64_t closed_since_trim_ = 0;  // clients closed since the last malloc_trim (cron)
   AclTable acls_;  // compiled from options_.users (checked by main before any server starts)
   const int index_;

@@ -23,7 +23,9 @@ SplitRequest::SplitRequest(Server* server, Pending* parent, size_t hint, std::ve
       total_(total),
       replies_(parts_.size()),
       conns_(parts_.size(), nullptr),
-      remaining_(parts_.size()) {}
+      remaining_(parts_.size()) {
+  if (parent_->client != nullptr) flavor_ = parent_->client->flavor();
+}
 
 void SplitRequest::Run(Server* server, Pending* parent, size_t hint, std::vector<Part> parts,
                        protocol::Merge merge, size_t total, int scan_node, size_t scan_nodes) {
@@ -49,7 +51,7 @@ void SplitRequest::Send(uint32_t i) {
     ClusterRouter::Deliver(p, protocol::errors::kClusterDown);
     return;
   }
-  UpstreamConn* conn = part.pool->AcquirePinned(nullptr);
+  UpstreamConn* conn = part.pool->AcquirePinned(nullptr, flavor_);
   conns_[i] = conn;
   if (part.up_to_date) conn->Send(kPing, new Pending);
   conn->Send(std::string_view(part.request), p);

@@ -39,6 +39,7 @@ class SplitRequest : public ReplySink {
 
   void OnPart(uint32_t part, std::string_view frame) override;
   size_t hint() const override { return hint_; }
+  uint16_t flavor() const override { return flavor_; }
 
  private:
   SplitRequest(Server* server, Pending* parent, size_t hint, std::vector<Part> parts,
@@ -49,6 +50,7 @@ class SplitRequest : public ReplySink {
   Server* server_;
   Pending* parent_;
   size_t hint_;
+  uint16_t flavor_ = 0;
   std::vector<Part> parts_;
   protocol::Merge merge_;
   size_t total_;

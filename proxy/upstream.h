@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/encoder.h"
 #include "protocol/reply_framer.h"
 #include "proxy/buffer.h"
 #include "proxy/output.h"
@@ -55,6 +56,18 @@ struct ConnFate {
   std::string reply;  // the error reply of UpstreamConn::Close
 };
 
+// How a connection is opened: the protocol it speaks (HELLO 3 ends its handshake) and the user
+// it logs in as. Flavor 0 is RESP2 with the proxy's own upstream-user/upstream-password; a
+// pool keeps shared and idle pinned connections per flavor, so that clients of one flavor
+// share connections (Server::Flavor numbers them).
+struct ConnFlavor {
+  protocol::Resp resp = protocol::Resp::k2;
+  // auth-mode upstream: logs in as `user` (AUTH user password); otherwise with the proxy's own
+  // credentials.
+  bool client_user = false;
+  std::string user, password;
+};
+
 class UpstreamConn;
 
 // A connection held across loop turns: the pointer, and its fate to check before following it.
@@ -76,8 +89,8 @@ class UpstreamConn {
     kProbe,   // the pool's liveness check: PING on a fresh connection (CheckTimeouts)
   };
 
-  // Starts connecting at once, to `pool`'s address.
-  UpstreamConn(UpstreamPool* pool, Kind kind);
+  // Starts connecting at once, to `pool`'s address, as Server::flavor(flavor).
+  UpstreamConn(UpstreamPool* pool, Kind kind, uint16_t flavor = 0);
   ~UpstreamConn();
   UpstreamConn(const UpstreamConn&) = delete;
   UpstreamConn& operator=(const UpstreamConn&) = delete;
@@ -107,6 +120,7 @@ class UpstreamConn {
   bool answered() const { return answered_; }
   bool shared() const { return kind_ == Kind::kShared; }
   Kind kind() const { return kind_; }
+  uint16_t flavor() const { return flavor_; }
 
   // Makes this (pinned) connection a tunnel: once the replies already owed are in, every byte
   // the upstream sends goes to the owner unframed (Client::OnTunnelData), and the connection is
@@ -176,6 +190,7 @@ class UpstreamConn {
   Server* server_;
   UpstreamPool* pool_;
   const Kind kind_;
+  const uint16_t flavor_;
   const uint64_t id_;
   State state_ = State::kConnecting;
   Client* owner_ = nullptr;
@@ -227,13 +242,15 @@ class UpstreamPool {
 
   void Start();
 
-  // A usable shared connection, preferring `hint` (the client's slot) so one client's commands
-  // stay on one connection and keep their order. Null when the upstream is unavailable.
-  UpstreamConn* Shared(size_t* hint);
-  size_t NextSlot() { return next_slot_++ % slots_.size(); }
+  // A usable shared connection of `flavor`, preferring `hint` (the client's slot) so one
+  // client's commands stay on one connection and keep their order. Null when the upstream is
+  // unavailable. A flavor's first use opens its shared connections.
+  UpstreamConn* Shared(size_t* hint, uint16_t flavor = 0);
+  size_t NextSlot() { return next_slot_++ % flavor_slots_[0].size(); }
 
-  // A connection for one client's exclusive use (idle one from the pool, or a new one).
-  UpstreamConn* AcquirePinned(Client* owner);
+  // A connection of `flavor` for one client's exclusive use (idle one from the pool, or a new
+  // one).
+  UpstreamConn* AcquirePinned(Client* owner, uint16_t flavor = 0);
   // Returns a pinned connection: kept for reuse when clean and idle, closed otherwise.
   void ReleasePinned(UpstreamConn* conn);
 
@@ -267,6 +284,7 @@ class UpstreamPool {
  private:
   struct Slot {
     UpstreamConn* conn = nullptr;
+    uint16_t flavor = 0;
     uv_timer_t timer;
     int backoff_ms = 0;
     uint64_t last_attempt_ms = 0;  // loop time of the last connection attempt
@@ -275,6 +293,8 @@ class UpstreamPool {
   };
   static void OnReconnect(uv_timer_t* t);
   void Connect(Slot* slot);
+  // Opens the shared connections of a flavor (flavor 0's at Start).
+  void AddSlots(uint16_t flavor);
   // A command found no usable connection: slots waiting out their backoff try again now, unless
   // they tried in the last kDemandRetryMs.
   void ReconnectOnDemand();
@@ -283,7 +303,8 @@ class UpstreamPool {
 
   Server* server_;
   const UpstreamAddress address_;
-  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<Slot>> slots_;      // every flavor's
+  std::vector<std::vector<Slot*>> flavor_slots_;  // by flavor; empty until first used
   std::vector<UpstreamConn*> idle_pinned_;
   size_t pinned_in_use_ = 0;
   size_t next_slot_ = 0;

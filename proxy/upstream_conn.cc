@@ -10,6 +10,7 @@
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "protocol/request_parser.h"
+#include "protocol/resp3.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
 #include "proxy/log.h"
@@ -104,8 +105,12 @@ bool ResolveUpstream(const std::string& spec, UpstreamAddress* out, std::string*
 // ---------------------------------------------------------------------------------------------
 // UpstreamConn
 
-UpstreamConn::UpstreamConn(UpstreamPool* pool, Kind kind)
-    : server_(pool->server()), pool_(pool), kind_(kind), id_(server_->NextUpstreamId()) {
+UpstreamConn::UpstreamConn(UpstreamPool* pool, Kind kind, uint16_t flavor)
+    : server_(pool->server()),
+      pool_(pool),
+      kind_(kind),
+      flavor_(flavor),
+      id_(server_->NextUpstreamId()) {
   Server* server = server_;
   uv_loop_t* loop = server->loop();
   const UpstreamAddress& addr = pool->address();
@@ -210,13 +215,15 @@ void UpstreamConn::StartHandshake() {
   std::string bytes;
   std::vector<Pending*> slots;
   const conf::Options& o = server_->options();
-  if (!o.upstream_password.empty()) {
-    if (o.upstream_user.empty()) {
-      protocol::AppendCommand(&bytes,
-                              std::initializer_list<std::string_view>{"AUTH", o.upstream_password});
+  const ConnFlavor& flavor = server_->flavor(flavor_);
+  const std::string& user = flavor.client_user ? flavor.user : o.upstream_user;
+  const std::string& password = flavor.client_user ? flavor.password : o.upstream_password;
+  if (!password.empty()) {
+    if (user.empty()) {
+      protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"AUTH", password});
     } else {
-      protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{
-                                          "AUTH", o.upstream_user, o.upstream_password});
+      protocol::AppendCommand(&bytes,
+                              std::initializer_list<std::string_view>{"AUTH", user, password});
     }
     auto* p = new Pending;
     p->hook = Hook::kAuthUpstream;
@@ -245,6 +252,13 @@ void UpstreamConn::StartHandshake() {
     protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
     auto* p = new Pending;
     p->hook = Hook::kUpstreamId;
+    slots.push_back(p);
+  }
+  if (flavor.resp == protocol::Resp::k3) {
+    // Last, so that the replies read above are RESP2 ones; everything after it is RESP3.
+    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"HELLO", "3"});
+    auto* p = new Pending;
+    p->hook = Hook::kHelloUpstream;
     slots.push_back(p);
   }
   if (slots.empty()) return;
@@ -361,6 +375,13 @@ void UpstreamConn::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
 void UpstreamConn::OnFrame(std::string_view frame) {
   answered_ = true;
   if (owner_ != nullptr && owner_->OnPush(this, frame)) return;
+  if (frame[0] == '>' && !protocol::IsSubscribeReplyPush(frame)) {
+    // A push nobody can take (a connection without owner): it is no reply to any request.
+    LOG_VERBOSE_F({{"upstream", pool_->address().text}, {"upstream_conn", id_}},
+                  "upstream connection %llu: push dropped (no client)",
+                  static_cast<unsigned long long>(id_));
+    return;
+  }
   if (inflight_.empty()) {
     LOG_WARNING_F({{"upstream", pool_->address().text}, {"upstream_conn", id_}},
                   "upstream connection %llu: reply without a request",
@@ -402,13 +423,15 @@ void UpstreamConn::OnFrame(std::string_view frame) {
 void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
   // The reply is read here and dropped (a client that left gets nothing).
   const bool is_error = !frame.empty() && frame[0] == '-';
-  if (slot->hook == Hook::kAuthUpstream && is_error) {
+  if ((slot->hook == Hook::kAuthUpstream || slot->hook == Hook::kHelloUpstream) && is_error) {
+    const bool auth = slot->hook == Hook::kAuthUpstream;
     LOG_WARNING_F({{"upstream", pool_->address().text}, {"upstream_conn", id_}},
-                  "upstream rejected the proxy's AUTH: %.*s",
+                  auth ? "upstream rejected the proxy's AUTH: %.*s"
+                       : "upstream refused HELLO 3 (RESP3): %.*s",
                   static_cast<int>(frame.size() > 2 ? frame.size() - 2 : 0), frame.data());
     inflight_.pop_front();
     delete slot;
-    Close("upstream authentication failed");
+    Close(auth ? "upstream authentication failed" : "upstream does not speak RESP3");
     return;
   }
   if (slot->hook == Hook::kServerInfo && !is_error) {

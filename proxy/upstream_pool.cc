@@ -24,21 +24,26 @@ UpstreamPool::UpstreamPool(Server* server, UpstreamAddress address)
 
 UpstreamPool::~UpstreamPool() = default;
 
-void UpstreamPool::Start() {
+void UpstreamPool::Start() { AddSlots(0); }
+
+void UpstreamPool::AddSlots(uint16_t flavor) {
+  if (flavor_slots_.size() <= flavor) flavor_slots_.resize(flavor + 1);
   const int n = std::max(1, server_->options().upstream_connections);
   for (int i = 0; i < n; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->pool = this;
+    slot->flavor = flavor;
     uv_timer_init(server_->loop(), &slot->timer);
     slot->timer.data = slot.get();
+    flavor_slots_[flavor].push_back(slot.get());
     slots_.push_back(std::move(slot));
   }
-  for (auto& slot : slots_) Connect(slot.get());
+  for (Slot* slot : flavor_slots_[flavor]) Connect(slot);
 }
 
 void UpstreamPool::Connect(Slot* slot) {
   slot->last_attempt_ms = uv_now(server_->loop());
-  slot->conn = new UpstreamConn(this, UpstreamConn::Kind::kShared);
+  slot->conn = new UpstreamConn(this, UpstreamConn::Kind::kShared, slot->flavor);
 }
 
 void UpstreamPool::ReconnectOnDemand() {
@@ -57,11 +62,16 @@ void UpstreamPool::OnReconnect(uv_timer_t* t) {
   slot->pool->Connect(slot);
 }
 
-UpstreamConn* UpstreamPool::Shared(size_t* hint) {
-  const size_t n = slots_.size();
+UpstreamConn* UpstreamPool::Shared(size_t* hint, uint16_t flavor) {
+  if (flavor >= flavor_slots_.size() || flavor_slots_[flavor].empty()) {
+    if (closing_) return nullptr;
+    AddSlots(flavor);
+  }
+  const std::vector<Slot*>& slots = flavor_slots_[flavor];
+  const size_t n = slots.size();
   for (size_t i = 0; i < n; ++i) {
     size_t idx = (*hint + i) % n;
-    UpstreamConn* c = slots_[idx]->conn;
+    UpstreamConn* c = slots[idx]->conn;
     if (c != nullptr && c->usable()) {
       *hint = idx;
       return c;
@@ -71,14 +81,15 @@ UpstreamConn* UpstreamPool::Shared(size_t* hint) {
   return nullptr;
 }
 
-UpstreamConn* UpstreamPool::AcquirePinned(Client* owner) {
+UpstreamConn* UpstreamPool::AcquirePinned(Client* owner, uint16_t flavor) {
   UpstreamConn* conn = nullptr;
-  while (!idle_pinned_.empty() && conn == nullptr) {
-    conn = idle_pinned_.back();
-    idle_pinned_.pop_back();
-    if (!conn->usable()) conn = nullptr;
+  for (size_t i = idle_pinned_.size(); i-- > 0 && conn == nullptr;) {
+    UpstreamConn* c = idle_pinned_[i];
+    if (c->usable() && c->flavor() != flavor) continue;
+    idle_pinned_.erase(idle_pinned_.begin() + static_cast<ptrdiff_t>(i));
+    if (c->usable()) conn = c;
   }
-  if (conn == nullptr) conn = new UpstreamConn(this, UpstreamConn::Kind::kPinned);
+  if (conn == nullptr) conn = new UpstreamConn(this, UpstreamConn::Kind::kPinned, flavor);
   conn->set_owner(owner);
   conn->in_use_ = true;
   ++pinned_in_use_;
@@ -157,8 +168,8 @@ void UpstreamPool::OnSharedReady(UpstreamConn* conn) {
 }
 
 bool UpstreamPool::Reachable() const {
-  if (shared_count() > 0) return true;
-  for (const auto& slot : slots_) {
+  if (flavor_slots_.empty() || shared_count() > 0) return true;
+  for (const Slot* slot : flavor_slots_[0]) {
     if (slot->last_error.empty()) return true;
   }
   return false;
@@ -246,13 +257,15 @@ std::string UpstreamPool::unavailable_reason() const {
 
 size_t UpstreamPool::shared_count() const {
   size_t n = 0;
-  for (const auto& slot : slots_) n += slot->conn != nullptr && slot->conn->ready();
+  if (flavor_slots_.empty()) return 0;
+  for (const Slot* slot : flavor_slots_[0]) n += slot->conn != nullptr && slot->conn->ready();
   return n;
 }
 
 size_t UpstreamPool::answered_count() const {
   size_t n = 0;
-  for (const auto& slot : slots_) {
+  if (flavor_slots_.empty()) return 0;
+  for (const Slot* slot : flavor_slots_[0]) {
     n += slot->conn != nullptr && slot->conn->ready() && slot->conn->answered();
   }
   return n;

@@ -185,7 +185,7 @@ std::vector<std::string> Tail(const std::vector<std::string>& r, size_t from) {
 
 TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
   const auto r = RequestFor({"HGET", "users", "f"});
-  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(HashScript()), "3", "users",
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(HashScript(false)), "3", "users",
                                          "{users}:bf:m:users", "{users}:cms:m:users", "HGET",
                                          "users", "f"}));
   // Writes go with EVAL (held by CLIENT PAUSE WRITE as the write itself), reads with EVAL_RO.
@@ -207,7 +207,7 @@ TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
     const auto w = RequestFor(args);
     ASSERT_GE(w.size(), 7u) << args[0];
     EXPECT_EQ(w[0], "EVAL") << args[0];
-    EXPECT_EQ(w[1], args[0] == "HINCRBY" ? HashIncrByScript() : HashScript()) << args[0];
+    EXPECT_EQ(w[1], args[0] == "HINCRBY" ? HashIncrByScript() : HashScript(true)) << args[0];
     EXPECT_EQ(Tail(w, 6), std::vector<std::string>(args.begin(), args.end())) << args[0];
     EXPECT_TRUE(KeyCommandNames(args).empty()) << args[0];
   }
@@ -239,37 +239,44 @@ TEST(KeyScriptsTest, HashCommandsWithMoreArgumentsThanLuaTakes) {
     if (cmd != "HSCAN") {
       const auto r = RequestFor(args);
       ASSERT_EQ(r.size(), 6 + args.size()) << cmd;
-      EXPECT_EQ(r[1], HashInPartsScript()) << cmd;
+      EXPECT_EQ(r[1], HashInPartsScript(cmd != "HMGET")) << cmd;
     }
   }
   // Up to kMaxScriptArgs, the one-call script.
   std::vector<std::string_view> args = {"HSET", "k"};
   args.insert(args.end(), storage.begin(), storage.begin() + kMaxScriptArgs - 2);
-  EXPECT_EQ(RequestFor(args)[1], HashScript());
+  EXPECT_EQ(RequestFor(args)[1], HashScript(true));
   args.push_back("f");
-  EXPECT_EQ(RequestFor(args)[1], HashInPartsScript());
+  EXPECT_EQ(RequestFor(args)[1], HashInPartsScript(true));
   // Parts of 6000 arguments keep HSET's field-value pairs together.
-  EXPECT_NE(HashInPartsScript().find("for i = 3, n, 6000 do"), std::string_view::npos);
-  EXPECT_NE(HashInPartsScript().find("math.min(i + 5999, n)"), std::string_view::npos);
+  EXPECT_NE(HashInPartsScript(true).find("for i = 3, n, 6000 do"), std::string_view::npos);
+  EXPECT_NE(HashInPartsScript(false).find("math.min(i + 5999, n)"), std::string_view::npos);
+  // A write reads the markers with a write command that changes nothing, so that a client's
+  // CLIENT TRACKING does not track the keys of its own writes; a read with EXISTS.
+  EXPECT_NE(HashScript(true).find("'SETRANGE', k, 0, ''"), std::string_view::npos);
+  EXPECT_EQ(HashScript(false).find("SETRANGE"), std::string_view::npos);
 }
 
 TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
-  for (std::string_view s : {HashScript(), HashIncrByScript(), HashInPartsScript()}) {
+  for (std::string_view s : {HashScript(false), HashScript(true), HashIncrByScript(),
+                             HashInPartsScript(false), HashInPartsScript(true)}) {
     // The markers are checked (touching nothing) before the name's type, and a structure's name
     // is replaced by its marker, a string, so Redis answers WRONGTYPE after checking the
     // arguments.
-    EXPECT_LT(s.find("redis.call('EXISTS', KEYS[2], KEYS[3])"),
+    const bool writes = s.find("SETRANGE") != std::string_view::npos;
+    EXPECT_LT(s.find(writes ? "if (marked(KEYS[2]) or marked(KEYS[3]))"
+                            : "redis.call('EXISTS', KEYS[2], KEYS[3])"),
               s.find("redis.call('TYPE', KEYS[1])"));
-    EXPECT_LT(s.find("ARGV[2] = KEYS[2]"), s.find("redis.pcall("));
-    EXPECT_LT(s.find("ARGV[2] = KEYS[3]"), s.find("redis.pcall("));
+    EXPECT_LT(s.find("ARGV[2] = KEYS[2]"), s.rfind("redis.pcall("));
+    EXPECT_LT(s.find("ARGV[2] = KEYS[3]"), s.rfind("redis.pcall("));
   }
   // Only HINCRBY's reply can be an integer beyond what a Lua number holds.
   EXPECT_EQ(RequestFor({"HINCRBY", "k", "f", "1"})[1], HashIncrByScript());
   EXPECT_EQ(RequestFor({"hincrby", "k", "f", "1"})[1], HashIncrByScript());
-  EXPECT_EQ(RequestFor({"HINCRBYFLOAT", "k", "f", "1"})[1], HashScript());
+  EXPECT_EQ(RequestFor({"HINCRBYFLOAT", "k", "f", "1"})[1], HashScript(true));
   EXPECT_NE(HashIncrByScript().find("r >= 2^53 or r <= -2^53"), std::string_view::npos);
-  EXPECT_EQ(HashScript().find("2^53"), std::string_view::npos);
-  EXPECT_LT(HashScript().size(), 600u);
+  EXPECT_EQ(HashScript(false).find("2^53"), std::string_view::npos);
+  EXPECT_LT(HashScript(false).size(), 600u);
 }
 
 TEST(KeyScriptsTest, DumpIsRefusedOnAStructureOnly) {
@@ -321,7 +328,8 @@ TEST(KeyScriptsTest, MemoryUsageAndObjectTimesNameTheKeyAfterTheSubcommand) {
 
 TEST(KeyScriptsTest, NewScriptsReadAHashOnlyAfterItsMarker) {
   for (std::string_view s : {MoveScript(), RestoreScript(), MemoryUsageScript(), ObjectTimeScript(),
-                             HashScript(), HashIncrByScript(), HashInPartsScript(), DumpScript()}) {
+                             HashScript(false), HashScript(true), HashIncrByScript(),
+                             HashInPartsScript(false), HashInPartsScript(true), DumpScript()}) {
     EXPECT_EQ(s.find("MULTI"), std::string_view::npos);
     EXPECT_EQ(s.find("EXEC"), std::string_view::npos);
     // filter_at (the only HMGET) checks the marker first; the hash and DUMP scripts never read

@@ -59,5 +59,24 @@ TEST(Resp3ToResp2, DecoderReadsRespThree) {
   EXPECT_EQ(ReplyString(r.get()), "# Server");
 }
 
+TEST(PairsToResp3, MapsAndPairsAsRedisAnswersRespThree) {
+  const std::string flat = "*4\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n_\r\n";
+  EXPECT_EQ(PairsToResp3(flat, false), "%2\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n_\r\n");
+  EXPECT_EQ(PairsToResp3(flat, true), "*2\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n*2\r\n$1\r\nb\r\n_\r\n");
+  EXPECT_EQ(PairsToResp3("*0\r\n", false), "%0\r\n");
+  EXPECT_EQ(PairsToResp3("*0\r\n", true), "*0\r\n");
+  // Not a flat array of pairs: as it is.
+  EXPECT_EQ(PairsToResp3("*1\r\n:1\r\n", false), "*1\r\n:1\r\n");
+  EXPECT_EQ(PairsToResp3("-ERR x\r\n", true), "-ERR x\r\n");
+}
+
+TEST(IsSubscribeReplyPush, ConfirmationsAreRepliesMessagesAreNot) {
+  EXPECT_TRUE(IsSubscribeReplyPush(">3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n"));
+  EXPECT_TRUE(IsSubscribeReplyPush(">3\r\n$12\r\npunsubscribe\r\n_\r\n:0\r\n"));
+  EXPECT_FALSE(IsSubscribeReplyPush(">3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\nx\r\n"));
+  EXPECT_FALSE(IsSubscribeReplyPush(">2\r\n$10\r\ninvalidate\r\n_\r\n"));
+  EXPECT_FALSE(IsSubscribeReplyPush("*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n"));
+}
+
 }  // namespace
 }  // namespace bloomproxy::protocol
