@@ -7,7 +7,7 @@
 #
 #   bench/redis-suite.sh                          # every unit/* of the suite
 #   bench/redis-suite.sh unit/tracking unit/pubsub
-#   BLOOMPROXY_ARGS="--auth-mode upstream" bench/redis-suite.sh unit/auth
+#   BLOOMPROXY_ARGS="--threads 2" bench/redis-suite.sh unit/other
 #
 # Options (environment):
 #   REDIS_SUITE_SRC    where the source package is unpacked (default ~/.cache/bloomproxy/redis-src)
@@ -82,7 +82,9 @@ run_side() {
   start_upstream "$dir/$way-redis"
   port="$SU_PORT"
   if [[ "$way" == proxy ]]; then
-    start_bloomproxy "$SU_PORT"
+    # The suite makes its users upstream (ACL SETUSER) and logs in as them: the upstream
+    # checks AUTH (auth-mode upstream). BLOOMPROXY_ARGS adds flags before this one.
+    start_bloomproxy "$SU_PORT" --auth-mode upstream
     port="$PROXY_PORT"
     pid="$PROXY_PID"
   fi

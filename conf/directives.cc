@@ -177,6 +177,23 @@ std::string ShowCmsMode(const Directive&, const Options& o) {
   return o.cms_mode == BfMode::kEmulate ? "emulate" : "forward";
 }
 
+bool ApplyAuthMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                   std::string* e) {
+  if (EqualsIgnoreCase(a[0], "proxy")) {
+    s->options->auth_mode = AuthMode::kProxy;
+  } else if (EqualsIgnoreCase(a[0], "upstream")) {
+    s->options->auth_mode = AuthMode::kUpstream;
+  } else {
+    *e = Quote(a[0]) + " is not an auth mode (proxy, upstream)";
+    return false;
+  }
+  return true;
+}
+
+std::string ShowAuthMode(const Directive&, const Options& o) {
+  return o.auth_mode == AuthMode::kProxy ? "proxy" : "upstream";
+}
+
 using O = Options;
 
 }  // namespace
@@ -221,6 +238,10 @@ const Directive kDirectives[] = {
     Number<&O::upstream_timeout_ms, 0>("upstream-timeout-ms", "MS",
         "fail stalled upstream requests; 0 = never", kLive),
     Secret<&O::requirepass>("requirepass", "clients' password for user 'default'", kLive),
+    // Clients logged in keep their connections' user: a switch applies to new clients only.
+    Custom<&O::auth_mode>("auth-mode", 1, "MODE",
+        "who checks AUTH: proxy (requirepass, user) or upstream (its ACL users)", ApplyAuthMode,
+        ShowAuthMode, kRestart),
     Custom<&O::users>("user", -2, "NAME:PASS", "a user clients may AUTH as (repeatable)",
         ApplyUser, ShowUsers, kLive, true),
     Number<&O::maxclients, 1>("maxclients", "N", "most client connections at once", kLive),

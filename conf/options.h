@@ -41,6 +41,12 @@ enum class BfMode {
   kForward,  // passed to the upstream unchanged (a server with the RedisBloom module)
 };
 
+// Who checks a client's AUTH and HELLO AUTH (auth-mode).
+enum class AuthMode {
+  kProxy,     // the proxy, against requirepass and its own users (the default)
+  kUpstream,  // the upstream: the client's commands run as the user it logged in as upstream
+};
+
 // One user a client may AUTH as (directive `user NAME PASSWORD [RULE ...]`). `requirepass` is
 // the password of the user "default", who may run every command.
 // A command rule as User::rules holds it: lower case, with "allcommands" and "nocommands"
@@ -142,7 +148,8 @@ struct Options {
 
   // Bloom filters (BF.*).
   BfMode bf_mode = BfMode::kEmulate;
-  BfMode cms_mode = BfMode::kEmulate;          // the same choice for CMS.*
+  BfMode cms_mode = BfMode::kEmulate;
+  AuthMode auth_mode = AuthMode::kProxy;          // the same choice for CMS.*
   double bf_error_rate = kDefaultBfErrorRate;  // BF.ADD/INSERT on a new key
   int64_t bf_initial_capacity = kDefaultBfInitialCapacity;
   int bf_expansion = kDefaultBfExpansion;

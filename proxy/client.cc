@@ -93,6 +93,7 @@ Client::Client(Server* server, uint64_t id, bool is_unix)
   sock_.handle.data = this;
   write_req_.data = this;
   authenticated_ = !server->auth_required();
+  flavor_ = server->DefaultFlavor(resp_);
   created_ms_ = last_interaction_ms_ = server->NowMs();
   shared_slot_ = static_cast<size_t>(id);
   ++server->metrics().connected_clients;

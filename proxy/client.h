@@ -73,6 +73,8 @@ enum class Hook : uint8_t {
   kCommandInfo,    // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
   kHideKeys,       // KEYS (`arg` 0) or SCAN (1): filters' and sketches' internal keys taken out
   kClusterSlots,   // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
+  kClientAuth,     // auth-mode upstream: a client's AUTH (`arg` 0) or HELLO AUTH (1, then HELLO
+                   // is answered here): +OK logs the client in as the pending user
   kResp3Pairs,     // a hash command run in a script, for a RESP3 client: the flat array of field
                    // and value is a map (`arg` 0, HGETALL) or an array of pairs (1, HRANDFIELD
                    // WITHVALUES), as Redis answers RESP3
@@ -374,6 +376,22 @@ class Client {
   Dispatched HandleClient(const protocol::Command& cmd);
   Dispatched HandleClientKill(const protocol::Command& cmd);
   Dispatched HandleHello(const protocol::Command& cmd);
+  // HELLO's arguments (Redis's helloCommand reads them all before acting).
+  struct HelloArgs {
+    protocol::Resp resp = protocol::Resp::k2;
+    bool have_auth = false, have_name = false;
+    std::string user, password, name;
+  };
+  // Parses HELLO; false once an error is answered.
+  bool ParseHello(const protocol::Command& cmd, HelloArgs* args);
+  // After authentication: the name, the protocol switch and HELLO's reply (or its error).
+  std::string FinishHello(const HelloArgs& args);
+  // auth-mode upstream: sends AUTH [user] password upstream on a connection of the client's
+  // own; its +OK logs the client in (hook kClientAuth). `hello`: HELLO is answered then.
+  Dispatched AuthUpstream(std::string_view user, std::string_view password, bool hello);
+  // The +OK of that AUTH: the client's commands now run as the pending user. Returns the reply
+  // the client gets in its place (HELLO's for HELLO AUTH).
+  std::string LoggedInUpstream(int64_t hello);
   // HELLO 3 is served when the upstream speaks RESP3 (Redis 6 or later, not a sharding proxy).
   bool UpstreamSpeaksResp3() const;
   // HELLO's protocol switch: later commands take connections of the new flavor.
@@ -544,6 +562,9 @@ class Client {
   // Identity.
   protocol::Resp resp_ = protocol::Resp::k2;
   uint16_t flavor_ = 0;
+  // auth-mode upstream: the login whose AUTH is upstream, and the HELLO that waits for it.
+  std::string pending_user_, pending_password_;
+  HelloArgs pending_hello_;
   bool authenticated_ = false;
   std::string user_ = "default";
   const CommandAcl* acl_ = nullptr;  // user_'s command rules; nullptr: every command

@@ -117,6 +117,10 @@ Client::Dispatched Client::HandleAuth(const Command& cmd) {
     ReplyLocal(errors::kSyntax);
     return Dispatched::kDone;
   }
+  if (server_->upstream_auth()) {
+    return AuthUpstream(cmd.args.size() == 3 ? cmd.args[1] : std::string_view(), cmd.args.back(),
+                        false);
+  }
   std::string_view user = "default";
   std::string_view password = cmd.args[1];
   if (cmd.args.size() == 2) {
@@ -147,70 +151,79 @@ bool Client::UpstreamSpeaksResp3() const {
   return !v.empty() && v[0] >= '6' && v[0] <= '9' && (v.size() == 1 || v[1] == '.');
 }
 
-Client::Dispatched Client::HandleHello(const Command& cmd) {
+bool Client::ParseHello(const Command& cmd, HelloArgs* args) {
   // Redis src/networking.c helloCommand.
   size_t next = 1;
-  protocol::Resp resp = resp_;
+  args->resp = resp_;
   if (cmd.args.size() >= 2) {
     int64_t ver = 0;
     if (!protocol::StringToInt64(cmd.args[1], &ver)) {
       ReplyLocal(errors::kBadProtoVersion);
-      return Dispatched::kDone;
+      return false;
     }
     if (ver < 2 || ver > 3) {
       ReplyLocal(errors::kUnsupportedProto);
-      return Dispatched::kDone;
+      return false;
     }
     if (ver == 3 && !UpstreamSpeaksResp3()) {
       ReplyLocal(errors::kNoProto);
-      return Dispatched::kDone;
+      return false;
     }
-    resp = ver == 3 ? protocol::Resp::k3 : protocol::Resp::k2;
+    args->resp = ver == 3 ? protocol::Resp::k3 : protocol::Resp::k2;
     next = 2;
   }
-  std::string_view user, password, setname;
-  bool have_auth = false, have_name = false;
   for (size_t j = next; j < cmd.args.size(); ++j) {
     const size_t more = cmd.args.size() - 1 - j;
     if (IEquals(cmd.args[j], "auth") && more >= 2) {
-      user = cmd.args[j + 1];
-      password = cmd.args[j + 2];
-      have_auth = true;
+      args->user.assign(cmd.args[j + 1]);
+      args->password.assign(cmd.args[j + 2]);
+      args->have_auth = true;
       j += 2;
     } else if (IEquals(cmd.args[j], "setname") && more >= 1) {
-      setname = cmd.args[j + 1];
-      have_name = true;
+      args->name.assign(cmd.args[j + 1]);
+      args->have_name = true;
       j += 1;
     } else {
       ReplyLocal(Error("ERR Syntax error in HELLO option '" + std::string(cmd.args[j]) + "'"));
-      return Dispatched::kDone;
+      return false;
     }
   }
-  if (have_auth) {
-    if (!CheckUser(user, password)) {
-      LogFailedAuth(user);
+  return true;
+}
+
+Client::Dispatched Client::HandleHello(const Command& cmd) {
+  HelloArgs args;
+  if (!ParseHello(cmd, &args)) return Dispatched::kDone;
+  if (args.have_auth && server_->upstream_auth()) {
+    pending_hello_ = args;
+    return AuthUpstream(args.user, args.password, true);
+  }
+  if (args.have_auth) {
+    if (!CheckUser(args.user, args.password)) {
+      LogFailedAuth(args.user);
       ReplyLocal(errors::kWrongPass);
       return Dispatched::kDone;
     }
     authenticated_ = true;
-    user_.assign(user);
+    user_ = args.user;
     acl_ = server_->acl(user_);
   }
+  ReplyLocal(FinishHello(args));
+  return Dispatched::kDone;
+}
+
+std::string Client::FinishHello(const HelloArgs& args) {
   if (!authenticated_) {
-    ReplyLocal(
-        Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-              "HELLO AUTH <user> <pass> option can be used to authenticate the client and "
-              "select the RESP protocol version at the same time"));
-    return Dispatched::kDone;
+    return Error(
+        "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+        "HELLO AUTH <user> <pass> option can be used to authenticate the client and select the "
+        "RESP protocol version at the same time");
   }
-  if (have_name) {
-    if (!ValidClientAttr(setname)) {
-      ReplyLocal(errors::kBadClientName);
-      return Dispatched::kDone;
-    }
-    name_.assign(setname);
+  if (args.have_name) {
+    if (!ValidClientAttr(args.name)) return std::string(errors::kBadClientName);
+    name_ = args.name;
   }
-  SetProtocol(resp);
+  SetProtocol(args.resp);
   const UpstreamInfo& up = server_->upstream_info();
   std::string r;
   protocol::AppendMapHeader(&r, 7, resp_);
@@ -228,8 +241,48 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
   protocol::AppendBulk(&r, up.role);
   protocol::AppendBulk(&r, "modules");
   protocol::AppendArrayHeader(&r, 0);
-  ReplyLocal(r);
-  return Dispatched::kDone;
+  return r;
+}
+
+Client::Dispatched Client::AuthUpstream(std::string_view user, std::string_view password,
+                                        bool hello) {
+  if (capture_ != nullptr) {
+    // Answered at EXEC, after the transaction ran as the user it was queued under.
+    ReplyLocal(
+        Error("ERR bloomproxy: AUTH and HELLO AUTH inside MULTI are not supported with "
+              "auth-mode upstream"));
+    return Dispatched::kDone;
+  }
+  pending_user_.assign(user.empty() ? std::string_view("default") : user);
+  pending_password_.assign(password);
+  std::vector<std::string_view> args = {"AUTH"};
+  if (!user.empty()) args.push_back(user);
+  args.push_back(password);
+  Outgoing out;
+  out.own_conn = true;
+  out.hook = Hook::kClientAuth;
+  out.arg = hello ? 1 : 0;
+  protocol::AppendCommand(&out.rewritten, args);
+  Command auth;
+  auth.args = args;
+  const Dispatched result = SendUpstream(auth, out);
+  // The connection now belongs to whoever the AUTH logs in: never reused by another flavor.
+  if (pinned_ != nullptr) pinned_->mark_dirty();
+  return result;
+}
+
+std::string Client::LoggedInUpstream(int64_t hello) {
+  authenticated_ = true;
+  user_ = pending_user_;
+  acl_ = nullptr;  // the upstream applies the user's ACL
+  flavor_ = server_->Flavor(resp_, true,
+                            pending_user_ == "default" && pending_password_.empty()
+                                ? std::string_view()
+                                : std::string_view(pending_user_),
+                            pending_password_);
+  pending_password_.clear();
+  if (hello == 0) return "+OK\r\n";
+  return FinishHello(pending_hello_);
 }
 
 std::string Client::Verbatim(std::string_view text) const {
@@ -503,6 +556,9 @@ void Client::ResetClientState() {
   user_ = "default";
   acl_ = nullptr;
   authenticated_ = !server_->auth_required();
+  // RESET speaks RESP2 again, as the default user (the one of a new connection).
+  resp_ = protocol::Resp::k2;
+  flavor_ = server_->DefaultFlavor(resp_);
   reply_off_ = reply_skip_ = false;
 }
 

@@ -39,6 +39,8 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       slot->data.append(AddBfCommands(slot->hook, frame));
     } else if (slot->hook == Hook::kCommandInfo && !is_error) {
       slot->data.append(FillBfCommandInfo(slot->arg, frame));
+    } else if (slot->hook == Hook::kClientAuth && frame == "+OK\r\n") {
+      slot->data.append(LoggedInUpstream(slot->arg));
     } else if (slot->hook == Hook::kResp3Pairs && !is_error) {
       slot->data.append(protocol::PairsToResp3(frame, slot->arg != 0));
     } else if (slot->hook == Hook::kHideKeys && !is_error) {

@@ -69,7 +69,16 @@ class Server {
   LoopMetrics& metrics() { return metrics_; }
   UpstreamInfo& upstream_info() { return upstream_info_; }
   protocol::ReplyDecoder& decoder() { return decoder_; }
-  bool auth_required() const { return !options_.requirepass.empty(); }
+  // Whether the proxy asks clients for a password (auth-mode proxy with requirepass).
+  bool auth_required() const {
+    return options_.auth_mode == conf::AuthMode::kProxy && !options_.requirepass.empty();
+  }
+  bool upstream_auth() const { return options_.auth_mode == conf::AuthMode::kUpstream; }
+  // The flavor of a client that has not logged in: the proxy's own login, or with auth-mode
+  // upstream none (the upstream's default user, as a new connection to it).
+  uint16_t DefaultFlavor(protocol::Resp resp) {
+    return upstream_auth() ? Flavor(resp, true) : Flavor(resp);
+  }
   bool shutting_down() const { return shutting_down_; }
   uint64_t NowMs() const { return uv_now(const_cast<uv_loop_t*>(&loop_)); }
   uint64_t NextUpstreamId() { return ++upstream_ids_; }
