@@ -85,9 +85,12 @@ class Incomplete(Exception):
 
 
 def parse_resp(buf, pos=0):
-    """Parses one RESP2 value at buf[pos:]. Returns (value, end). Raises Incomplete.
+    """Parses one RESP value at buf[pos:]. Returns (value, end). Raises Incomplete.
 
-    +x -> Simple, -x -> Err, :n -> int, $n -> bytes or None, *n -> list or None.
+    +x -> Simple, -x -> Err, :n -> int, $n -> bytes or None, *n -> list or None. RESP3 (after
+    HELLO 3): _ -> None, #t/#f -> bool, ,x and (x -> bytes of the number, =n -> bytes (with the
+    "txt:" prefix), !n -> Err, %n -> dict, ~n and >n -> list, |n attribute -> skipped (the value
+    after it is returned).
     """
     end = buf.find(b"\r\n", pos)
     if end < 0:
@@ -109,7 +112,7 @@ def parse_resp(buf, pos=0):
         if buf[pos + n:pos + n + 2] != b"\r\n":
             raise ValueError(f"bulk not terminated by CRLF at {pos + n}: {buf[pos + n:pos + n + 2]!r}")
         return bytes(buf[pos:pos + n]), pos + n + 2
-    if kind == b"*":
+    if kind in (b"*", b"~", b">"):
         n = int(line)
         if n < 0:
             return None, pos
@@ -118,6 +121,27 @@ def parse_resp(buf, pos=0):
             item, pos = parse_resp(buf, pos)
             items.append(item)
         return items, pos
+    if kind == b"_":
+        return None, pos
+    if kind == b"#":
+        return line == b"t", pos
+    if kind in (b",", b"("):
+        return bytes(line), pos
+    if kind in (b"=", b"!"):
+        n = int(line)
+        if len(buf) < pos + n + 2:
+            raise Incomplete()
+        body = bytes(buf[pos:pos + n])
+        return (Err(body) if kind == b"!" else body), pos + n + 2
+    if kind in (b"%", b"|"):
+        pairs = {}
+        for _ in range(int(line)):
+            k, pos = parse_resp(buf, pos)
+            v, pos = parse_resp(buf, pos)
+            pairs[k if not isinstance(k, (list, dict)) else repr(k)] = v
+        if kind == b"|":
+            return parse_resp(buf, pos)
+        return pairs, pos
     raise ValueError(f"not a RESP reply at offset {pos}: {bytes(buf[pos - 1:pos + 40])!r}")
 
 
