@@ -3,7 +3,7 @@ ECHO, QUIT, RESET, SELECT (errors), INFO (upstream sections + # Proxy)."""
 
 import time
 
-from bp_helpers import (Err, compare_with_redis, encode_command as cmd, parse_resp,
+from bp_helpers import (Err, RawConn, compare_with_redis, encode_command as cmd, parse_resp,
                         wait_until)
 
 
@@ -32,14 +32,29 @@ def test_hello_2_reply_is_redis_7s(bp, redis_instance):
         assert c.command("GET", "hk") == b"v"
 
 
-def test_hello_3_is_refused(bp):
-    with bp.raw() as c:
-        c.send(cmd("HELLO", "3"))
-        assert c.read_reply_raw() == b"-NOPROTO sorry, this protocol version is not supported\r\n"
-        # The connection stays in RESP2 and usable.
-        c.send(cmd("SET", "k", "v") + cmd("GET", "k"))
-        assert c.read_reply_raw() == b"+OK\r\n"
-        assert c.read_reply_raw() == b"$1\r\nv\r\n"
+def test_hello_3_like_redis(bp, redis_instance):
+    """HELLO 3 answers Redis's map (its id the proxy's client id) and the connection speaks RESP3
+    from then on; HELLO 2 goes back."""
+    payload = (cmd("HELLO", "3") + cmd("SET", "k", "v") + cmd("GET", "nosuch") +
+               cmd("HSET", "h", "f", "1") + cmd("HGETALL", "h") + cmd("HELLO", "2") +
+               cmd("GET", "nosuch") + cmd("HGETALL", "h"))
+    replies = {}
+    for name, port in (("proxy", bp.port), ("redis", redis_instance.port)):
+        with RawConn(port) as c:
+            c.send(cmd("FLUSHALL") + cmd("CLIENT", "ID"))
+            c.read_reply_raw()
+            client_id = c.read_reply_raw()
+            c.send(payload)
+            got = [c.read_reply_raw() for _ in range(8)]
+        for i in (0, 5):
+            # Each server's own client id.
+            assert b"$2\r\nid\r\n" + client_id in got[i]
+            got[i] = got[i].replace(b"$2\r\nid\r\n" + client_id, b"$2\r\nid\r\n:ID\r\n")
+        replies[name] = got
+    assert replies["proxy"] == replies["redis"]
+    assert replies["proxy"][0].startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n")
+    assert replies["proxy"][2] == b"_\r\n" and replies["proxy"][6] == b"$-1\r\n"
+    assert replies["proxy"][4] == b"%1\r\n$1\r\nf\r\n$1\r\n1\r\n"
 
 
 def test_hello_bad_versions_like_redis(bp, redis_instance):
