@@ -240,7 +240,7 @@ const Directive kDirectives[] = {
     Secret<&O::requirepass>("requirepass", "clients' password for user 'default'", kLive),
     // Clients logged in keep their connections' user: a switch applies to new clients only.
     Custom<&O::auth_mode>("auth-mode", 1, "MODE",
-        "who checks AUTH: proxy or upstream (its ACL users)", ApplyAuthMode,
+        "who checks AUTH: proxy, or upstream (its users)", ApplyAuthMode,
         ShowAuthMode, kRestart),
     Custom<&O::users>("user", -2, "NAME:PASS", "a user clients may AUTH as (repeatable)",
         ApplyUser, ShowUsers, kLive, true),
