@@ -388,7 +388,8 @@ class Client {
   std::string FinishHello(const HelloArgs& args);
   // auth-mode upstream: sends AUTH [user] password upstream on a connection of the client's
   // own; its +OK logs the client in (hook kClientAuth). `hello`: HELLO is answered then.
-  Dispatched AuthUpstream(std::string_view user, std::string_view password, bool hello);
+  Dispatched AuthUpstream(const protocol::Command& cmd, std::string_view user,
+                          std::string_view password, bool hello);
   // The +OK of that AUTH: the client's commands now run as the pending user. Returns the reply
   // the client gets in its place (HELLO's for HELLO AUTH).
   std::string LoggedInUpstream(int64_t hello);

@@ -118,8 +118,8 @@ Client::Dispatched Client::HandleAuth(const Command& cmd) {
     return Dispatched::kDone;
   }
   if (server_->upstream_auth()) {
-    return AuthUpstream(cmd.args.size() == 3 ? cmd.args[1] : std::string_view(), cmd.args.back(),
-                        false);
+    return AuthUpstream(cmd, cmd.args.size() == 3 ? cmd.args[1] : std::string_view(),
+                        cmd.args.back(), false);
   }
   std::string_view user = "default";
   std::string_view password = cmd.args[1];
@@ -196,7 +196,7 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
   if (!ParseHello(cmd, &args)) return Dispatched::kDone;
   if (args.have_auth && server_->upstream_auth()) {
     pending_hello_ = args;
-    return AuthUpstream(args.user, args.password, true);
+    return AuthUpstream(cmd, args.user, args.password, true);
   }
   if (args.have_auth) {
     if (!CheckUser(args.user, args.password)) {
@@ -244,8 +244,8 @@ std::string Client::FinishHello(const HelloArgs& args) {
   return r;
 }
 
-Client::Dispatched Client::AuthUpstream(std::string_view user, std::string_view password,
-                                        bool hello) {
+Client::Dispatched Client::AuthUpstream(const Command& cmd, std::string_view user,
+                                        std::string_view password, bool hello) {
   if (capture_ != nullptr) {
     // Answered at EXEC, after the transaction ran as the user it was queued under.
     ReplyLocal(
@@ -255,17 +255,13 @@ Client::Dispatched Client::AuthUpstream(std::string_view user, std::string_view 
   }
   pending_user_.assign(user.empty() ? std::string_view("default") : user);
   pending_password_.assign(password);
-  std::vector<std::string_view> args = {"AUTH"};
-  if (!user.empty()) args.push_back(user);
-  args.push_back(password);
+  // The command goes as sent (MONITOR shows it as Redis does, redacted); HELLO's reply is then
+  // replaced by the proxy's own.
   Outgoing out;
   out.own_conn = true;
   out.hook = Hook::kClientAuth;
   out.arg = hello ? 1 : 0;
-  protocol::AppendCommand(&out.rewritten, args);
-  Command auth;
-  auth.args = args;
-  const Dispatched result = SendUpstream(auth, out);
+  const Dispatched result = SendUpstream(cmd, out);
   // The connection now belongs to whoever the AUTH logs in: never reused by another flavor.
   if (pinned_ != nullptr) pinned_->mark_dirty();
   return result;

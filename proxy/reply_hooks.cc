@@ -39,7 +39,7 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       slot->data.append(AddBfCommands(slot->hook, frame));
     } else if (slot->hook == Hook::kCommandInfo && !is_error) {
       slot->data.append(FillBfCommandInfo(slot->arg, frame));
-    } else if (slot->hook == Hook::kClientAuth && frame == "+OK\r\n") {
+    } else if (slot->hook == Hook::kClientAuth && !is_error) {
       slot->data.append(LoggedInUpstream(slot->arg));
     } else if (slot->hook == Hook::kResp3Pairs && !is_error) {
       slot->data.append(protocol::PairsToResp3(frame, slot->arg != 0));
@@ -87,6 +87,14 @@ std::string Client::WithProxySection(std::string_view frame, bool proxy_section)
   // standalone server: cluster-aware clients check this field before they ask.
   const size_t field = body.find("cluster_enabled:0");
   if (field != std::string::npos) body[field + 16] = '1';
+  // Clients are the proxy's (CLIENT LIST, CLIENT KILL): INFO counts those.
+  const size_t clients = body.find("\r\nconnected_clients:");
+  if (clients != std::string::npos) {
+    const size_t from = clients + 20;
+    const size_t end = body.find("\r\n", from);
+    body.replace(from, end == std::string::npos ? std::string::npos : end - from,
+                 std::to_string(server_->client_count()));
+  }
   if (proxy_section) {
     body += "\r\n";
     body += server_->ProxySection();
@@ -199,6 +207,10 @@ void Client::ApplyStateReply(Hook hook, int64_t arg, uint8_t sub_kind, std::stri
       if (ok) {
         tracking_ = arg != 0;
         tracking_redirect_ = tracking_ ? pending_redirect_ : 0;
+        // Redis keeps the keys a connection read after CLIENT TRACKING off, and sends their
+        // invalidations once tracking is on again: such a connection must never serve another
+        // client.
+        if (tracking_ && pinned_ != nullptr) pinned_->mark_dirty();
       }
       break;
     case Hook::kNoEvict:
@@ -222,7 +234,8 @@ void Client::ApplyStateReply(Hook hook, int64_t arg, uint8_t sub_kind, std::stri
 }
 
 void Client::ApplySubscriptionFrame(Pending* slot, std::string_view frame) {
-  if (frame.empty() || frame[0] != '*') return;
+  // RESP2: an array; RESP3: a push.
+  if (frame.empty() || (frame[0] != '*' && frame[0] != '>')) return;
   protocol::ReplyPtr r = server_->decoder().Decode(frame);
   if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
       r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_INTEGER) {
