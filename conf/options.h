@@ -130,8 +130,9 @@ struct Options {
   bool tls_session_caching = true;
 
   // Clients.
-  std::string requirepass;  // requirepass; env BLOOMPROXY_REQUIREPASS
-  std::vector<User> users;  // user NAME PASSWORD (repeatable)
+  std::string requirepass;                // requirepass; env BLOOMPROXY_REQUIREPASS
+  AuthMode auth_mode = AuthMode::kProxy;  // who checks AUTH
+  std::vector<User> users;                // user NAME PASSWORD (repeatable)
   // deny-command NAME (repeatable): commands the proxy refuses, answered like a command Redis
   // does not have (as redis.conf's rename-command NAME ""), e.g. FLUSHALL, CONFIG, DEBUG.
   std::vector<std::string> denied_commands;
@@ -148,8 +149,7 @@ struct Options {
 
   // Bloom filters (BF.*).
   BfMode bf_mode = BfMode::kEmulate;
-  BfMode cms_mode = BfMode::kEmulate;
-  AuthMode auth_mode = AuthMode::kProxy;          // the same choice for CMS.*
+  BfMode cms_mode = BfMode::kEmulate;          // the same choice for CMS.*
   double bf_error_rate = kDefaultBfErrorRate;  // BF.ADD/INSERT on a new key
   int64_t bf_initial_capacity = kDefaultBfInitialCapacity;
   int bf_expansion = kDefaultBfExpansion;

@@ -64,7 +64,10 @@ return redis.pcall(unpack(ARGV))
 // module key, changing nothing. On anything else the command runs as sent, its reply or error
 // Redis's own.
 constexpr std::string_view kHashCheck = R"lua(
-if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then
+if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then)lua";
+
+// Both checks go on with this: the command runs on the structure's marker.
+constexpr std::string_view kHashOnMarker = R"lua(
   if redis.call('TYPE', KEYS[2]).ok == 'string' then ARGV[2] = KEYS[2]
   elseif redis.call('TYPE', KEYS[3]).ok == 'string' then ARGV[2] = KEYS[3]
   else return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'} end
@@ -84,12 +87,7 @@ local function marked(k)
   if type(n) == 'number' then return n > 0 end
   return redis.call('EXISTS', k) == 1
 end
-if (marked(KEYS[2]) or marked(KEYS[3])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then
-  if redis.call('TYPE', KEYS[2]).ok == 'string' then ARGV[2] = KEYS[2]
-  elseif redis.call('TYPE', KEYS[3]).ok == 'string' then ARGV[2] = KEYS[3]
-  else return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'} end
-end
-)lua";
+if (marked(KEYS[2]) or marked(KEYS[3])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then)lua";
 
 constexpr std::string_view kHashRun = R"lua(
 return redis.pcall(unpack(ARGV))
@@ -143,20 +141,30 @@ std::string_view TypeScript() { return kTypeScript; }
 std::string_view CopyScript() { return kCopyScript; }
 std::string_view EncodingScript() { return kEncodingScript; }
 
+namespace {
+
+// The check for a command that writes or only reads, then `run`.
+std::string HashCommandScript(bool writes, std::string_view run) {
+  return std::string(writes ? kHashWriteCheck : kHashCheck) + std::string(kHashOnMarker) +
+         std::string(run);
+}
+
+}  // namespace
+
 std::string_view HashScript(bool writes) {
-  static const std::string read = std::string(kHashCheck) + std::string(kHashRun);
-  static const std::string write = std::string(kHashWriteCheck) + std::string(kHashRun);
+  static const std::string read = HashCommandScript(false, kHashRun);
+  static const std::string write = HashCommandScript(true, kHashRun);
   return writes ? write : read;
 }
 
 std::string_view HashIncrByScript() {
-  static const std::string text = std::string(kHashWriteCheck) + std::string(kHashIncrByRun);
+  static const std::string text = HashCommandScript(true, kHashIncrByRun);
   return text;
 }
 
 std::string_view HashInPartsScript(bool writes) {
-  static const std::string read = std::string(kHashCheck) + std::string(kHashInPartsRun);
-  static const std::string write = std::string(kHashWriteCheck) + std::string(kHashInPartsRun);
+  static const std::string read = HashCommandScript(false, kHashInPartsRun);
+  static const std::string write = HashCommandScript(true, kHashInPartsRun);
   return writes ? write : read;
 }
 

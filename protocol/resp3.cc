@@ -165,18 +165,21 @@ std::string PairsToResp3(std::string_view frame, bool as_pairs) {
 }
 
 bool IsSubscribeReplyPush(std::string_view frame) {
-  // ">3\r\n$9\r\nsubscribe\r\n...": the first element names the kind.
-  const size_t eol = frame.find("\r\n");
-  if (frame.empty() || frame[0] != '>' || eol == std::string_view::npos) return false;
-  std::string_view rest = frame.substr(eol + 2);
-  for (std::string_view kind :
-       {"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe"}) {
-    std::string head = "$" + std::to_string(kind.size()) + "\r\n";
-    head.append(kind);
-    head += "\r\n";
-    if (rest.substr(0, head.size()) == head) return true;
+  // ">3\r\n$9\r\nsubscribe\r\n...": the first element, a bulk, names the kind.
+  if (frame.empty() || frame[0] != '>') return false;
+  const size_t head = frame.find("\r\n");
+  if (head == std::string_view::npos || frame.size() < head + 3 || frame[head + 2] != '$') {
+    return false;
   }
-  return false;
+  const size_t eol = frame.find("\r\n", head + 2);
+  int64_t n = 0;
+  if (eol == std::string_view::npos || !StringToInt64(frame.substr(head + 3, eol - head - 3), &n) ||
+      n < 0) {
+    return false;
+  }
+  const std::string_view kind = frame.substr(eol + 2, static_cast<size_t>(n));
+  return kind == "subscribe" || kind == "psubscribe" || kind == "ssubscribe" ||
+         kind == "unsubscribe" || kind == "punsubscribe" || kind == "sunsubscribe";
 }
 
 bool Resp3ToResp2(std::string_view frame, std::string* out) {

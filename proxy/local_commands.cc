@@ -148,7 +148,8 @@ bool Client::UpstreamSpeaksResp3() const {
   // HELLO came with Redis 6. A sharding proxy closes the connection on HELLO.
   if (server_->sharding_proxy()) return false;
   const std::string& v = server_->upstream_info().version;
-  return !v.empty() && v[0] >= '6' && v[0] <= '9' && (v.size() == 1 || v[1] == '.');
+  int64_t major = 0;
+  return protocol::StringToInt64(std::string_view(v).substr(0, v.find('.')), &major) && major >= 6;
 }
 
 bool Client::ParseHello(const Command& cmd, HelloArgs* args) {
@@ -271,11 +272,7 @@ std::string Client::LoggedInUpstream(int64_t hello) {
   authenticated_ = true;
   user_ = pending_user_;
   acl_ = nullptr;  // the upstream applies the user's ACL
-  flavor_ = server_->Flavor(resp_, true,
-                            pending_user_ == "default" && pending_password_.empty()
-                                ? std::string_view()
-                                : std::string_view(pending_user_),
-                            pending_password_);
+  flavor_ = server_->Flavor(resp_, true, pending_user_, pending_password_);
   pending_password_.clear();
   if (hello == 0) return "+OK\r\n";
   return FinishHello(pending_hello_);
@@ -290,8 +287,8 @@ std::string Client::Verbatim(std::string_view text) const {
 void Client::SetProtocol(protocol::Resp resp) {
   if (resp == resp_) return;
   resp_ = resp;
-  flavor_ = server_->Flavor(resp, flavor_ != 0 && server_->flavor(flavor_).client_user,
-                            server_->flavor(flavor_).user, server_->flavor(flavor_).password);
+  const ConnFlavor login = server_->flavor(flavor_);  // a copy: Flavor may add one
+  flavor_ = server_->Flavor(resp, login.client_user, login.user, login.password);
   if (pinned_ != nullptr) {
     // The state on the client's own connection stays: that connection switches too (its
     // reply is the client's HELLO's, answered here), and is not reused by another flavor.
