@@ -1,5 +1,5 @@
-// libFuzzer target for ReplyFramer, checked against a model of RESP2 framing and against
-// hiredis's reader (which ReplyDecoder wraps).
+// libFuzzer target for ReplyFramer, checked against a model of RESP2 and RESP3 framing and
+// against hiredis's reader (which ReplyDecoder wraps, reading RESP3 as RESP2).
 //
 // Input layout: the first byte picks how the rest is fed:
 //   bits 0-5  chunk size - 1 (1..64 bytes per read)
@@ -12,9 +12,12 @@
 //   - every frame is one reply to hiredis too, of exactly that length: hiredis has no reply
 //     before its last byte and a reply at it, having consumed all of it, whenever the frame
 //     nests no deeper than hiredis supports (7 levels below the top) and its integers are
-//     integers (hiredis checks them, the framer does not look); otherwise hiredis refuses it;
+//     integers (hiredis checks them, the framer does not look) and it holds no RESP3 type
+//     (hiredis 0.14 reads RESP2 only); otherwise hiredis refuses it;
 //   - ReplyDecoder::Decode on every frame, with one decoder for all of them, decodes exactly
-//     those frames, to a reply of the frame's type, and returns null for the others;
+//     those frames and the RESP3 ones that read as RESP2 the same way (booleans are #t or #f,
+//     verbatim strings have their format prefix), to a reply of the frame's type as RESP2
+//     has it (attributes dropped), and returns null for the others;
 //   - the bytes left after the last frame are no reply to hiredis either.
 #include <hiredis/hiredis.h>
 
@@ -55,27 +58,43 @@ using bloomproxy::protocol::StringToInt64;
 // for nested multi bulk replies with depth > 7".
 constexpr int kHiredisMaxArrayLevel = 7;
 
-// What the model finds at the start of its input.
+// What the model finds at the start of its input. A RESP3 attribute's pairs are dropped when a
+// reply is read as RESP2 (protocol/resp3.h), so what hiredis and ReplyDecoder will check is
+// noted only for the values outside attributes.
 struct Model {
   FrameStatus status = FrameStatus::kNeedMore;
   size_t length = 0;         // of the reply, when kComplete
-  int max_array_level = -1;  // the deepest array header read
+  size_t top = 0;            // where the value the reply decodes to starts (after attributes)
+  int max_array_level = -1;  // the deepest array header read (map, set and push included)
   bool integers_ok = true;   // every ':' line read holds a strict 64-bit integer
-  uint64_t max_count = 0;    // the largest array count read
+  bool resp3 = false;        // a RESP3 type was read, anywhere (hiredis 0.14 refuses them)
+  bool convertible = true;   // booleans are #t/#f, verbatim strings have their "xxx:" prefix
+  uint64_t max_count = 0;    // the largest aggregate count read
 };
 
-// RESP2 framing as ReplyFramer documents it, written independently: lines end at the first CR,
-// which must be followed by LF; '+', '-' and ':' lines are taken whole; "$<n>" and "*<n>" need a
-// strict integer n >= -1 (Redis's string2ll); a bulk's n bytes must be followed by CRLF; an array
-// of n > 0 elements owes n values. Also notes what hiredis will check on top.
+// An aggregate still open in the model: the values it still owes, and whether they are an
+// attribute's pairs (which describe the value that follows the attribute).
+struct Open {
+  int64_t left;
+  bool attribute;
+};
+
+// RESP2 and RESP3 framing as ReplyFramer documents it, written independently: lines end at the
+// first CR, which must be followed by LF; '+', '-', ':', '_', '#', ',' and '(' lines are taken
+// whole; "$<n>" and "*<n>" need a strict integer n >= -1 (Redis's string2ll), '=', '!', '%',
+// '~', '>' and '|' one >= 0; a bulk's n bytes must be followed by CRLF; an array, set or push of
+// n owes n values, a map 2n; an attribute's 2n are followed by the value it describes, which
+// is the value in the attribute's place. Also notes what hiredis will check on top.
 Model Scan(std::string_view in) {
   Model m;
-  std::vector<int64_t> open;  // values still owed by each open array, innermost last
+  std::vector<Open> open;  // innermost last
+  int attributes = 0;      // open attributes
   // The framer's bounds: at most 2^40 values owed in all, bulks of at most 4 GB.
   constexpr int64_t kMaxElements = int64_t{1} << 40;
   constexpr int64_t kMaxBulk = int64_t{4} << 30;
   int64_t owed = 1;  // values still owed in all (the framer's single counter)
   size_t pos = 0;
+  bool top_found = false;
   while (true) {
     const size_t cr = in.find('\r', pos);
     if (cr == std::string_view::npos || cr + 1 >= in.size()) {
@@ -88,21 +107,37 @@ Model Scan(std::string_view in) {
     }
     const std::string_view line = in.substr(pos, cr - pos);
     const size_t next = cr + 2;
-    const int level = static_cast<int>(open.size());
+    const char type = line[0];
+    const bool read = attributes == 0;  // what RESP2 readers see
+    if (open.empty() && type != '|' && !top_found) {
+      m.top = pos;
+      top_found = true;
+    }
+    if (std::string_view("_#,(=!%~>|").find(type) != std::string_view::npos) m.resp3 = true;
     int64_t n = 0;
-    switch (line[0]) {
+    switch (type) {
       case '+':
       case '-':
+      case '_':
+      case ',':
+      case '(':
+        pos = next;
+        --owed;
+        break;
+      case '#':
+        if (line != "#t" && line != "#f") m.convertible = false;
         pos = next;
         --owed;
         break;
       case ':':
-        if (!StringToInt64(line.substr(1), &n)) m.integers_ok = false;
+        if (!StringToInt64(line.substr(1), &n) && read) m.integers_ok = false;
         pos = next;
         --owed;
         break;
       case '$':
-        if (!StringToInt64(line.substr(1), &n) || n < -1 || n > kMaxBulk) {
+      case '=':
+      case '!':
+        if (!StringToInt64(line.substr(1), &n) || n < (type == '$' ? -1 : 0) || n > kMaxBulk) {
           m.status = FrameStatus::kError;
           return m;
         }
@@ -119,31 +154,62 @@ Model Scan(std::string_view in) {
           m.status = FrameStatus::kError;
           return m;
         }
+        if (type == '=' && read && (n < 4 || in[next + 3] != ':')) m.convertible = false;
         pos = next + static_cast<size_t>(n) + 2;
         --owed;
         break;
       case '*':
-        if (!StringToInt64(line.substr(1), &n) || n < -1 || n > kMaxElements - owed) {
+      case '~':
+      case '>':
+      case '%':
+      case '|': {
+        const bool pairs = type == '%' || type == '|';
+        if (!StringToInt64(line.substr(1), &n) || n < (type == '*' ? -1 : 0) || n > kMaxElements) {
           m.status = FrameStatus::kError;
           return m;
         }
-        owed += (n > 0 ? n : 0) - 1;  // the array takes its own place, owes its elements
-        m.max_array_level = std::max(m.max_array_level, level);
-        if (n > 0) m.max_count = std::max(m.max_count, static_cast<uint64_t>(n));
+        const int64_t values = pairs ? 2 * n : n;
+        if (values > kMaxElements - owed) {
+          m.status = FrameStatus::kError;
+          return m;
+        }
         pos = next;
-        if (n > 0) {
-          open.push_back(n);
+        m.max_count = std::max(m.max_count, static_cast<uint64_t>(values > 0 ? values : 0));
+        if (type == '|') {
+          // No value of its own: its pairs, then the value it describes, in its place.
+          owed += values;
+          if (values > 0) {
+            open.push_back({values, true});
+            ++attributes;
+          }
+          continue;
+        }
+        owed += (values > 0 ? values : 0) - 1;  // takes its own place, owes its elements
+        if (read) m.max_array_level = std::max(m.max_array_level, static_cast<int>(open.size()));
+        if (values > 0) {
+          open.push_back({values, false});
           continue;
         }
         break;
+      }
       default:
         m.status = FrameStatus::kError;
         return m;
     }
-    // A value is complete: it settles one element of the innermost array, which may complete
-    // that array, which settles one element of its parent, and so on.
-    while (!open.empty() && --open.back() == 0) open.pop_back();
-    if (open.empty()) {
+    // A value is complete: it settles one element of the innermost aggregate, which may
+    // complete it, which settles one element of its parent, and so on. An attribute's last
+    // pair settles nothing further: the value it describes is still to come.
+    bool described_next = false;
+    while (!open.empty() && --open.back().left == 0) {
+      const bool attribute = open.back().attribute;
+      open.pop_back();
+      if (attribute) {
+        --attributes;
+        described_next = true;
+        break;
+      }
+    }
+    if (open.empty() && !described_next) {
       m.status = FrameStatus::kComplete;
       m.length = pos;
       return m;
@@ -222,42 +288,64 @@ Framing Feed(std::string_view data, size_t chunk) {
   return out;
 }
 
-// The top of a decoded reply against the frame's first line.
-void CheckDecoded(const redisReply* reply, std::string_view frame) {
-  const size_t cr = frame.find('\r');
-  const std::string_view rest = frame.substr(1, cr - 1);
+// The top of a decoded reply against the first line of `value`, the frame's value without
+// the attributes before it; a RESP3 value decodes as the RESP2 reply Redis would send.
+void CheckDecoded(const redisReply* reply, std::string_view value) {
+  const size_t cr = value.find('\r');
+  const std::string_view rest = value.substr(1, cr - 1);
   int64_t n = 0;
-  switch (frame[0]) {
+  const auto string_is = [&](int type, std::string_view s) {
+    FUZZ_CHECK(reply->type == type);
+    FUZZ_CHECK(std::string_view(reply->str, reply->len) == s);
+  };
+  switch (value[0]) {
     case '+':
-      FUZZ_CHECK(reply->type == REDIS_REPLY_STATUS);
-      FUZZ_CHECK(std::string_view(reply->str, reply->len) == rest);
-      break;
+      return string_is(REDIS_REPLY_STATUS, rest);
     case '-':
-      FUZZ_CHECK(reply->type == REDIS_REPLY_ERROR);
-      FUZZ_CHECK(std::string_view(reply->str, reply->len) == rest);
-      break;
+      return string_is(REDIS_REPLY_ERROR, rest);
+    case ',':
+    case '(':
+      return string_is(REDIS_REPLY_STRING, rest);
     case ':':
       FUZZ_CHECK(reply->type == REDIS_REPLY_INTEGER);
       FUZZ_CHECK(StringToInt64(rest, &n) && reply->integer == n);
-      break;
+      return;
+    case '#':
+      FUZZ_CHECK(reply->type == (rest == "t" ? REDIS_REPLY_INTEGER : REDIS_REPLY_NIL));
+      if (rest == "t") FUZZ_CHECK(reply->integer == 1);
+      return;
+    case '_':
+      FUZZ_CHECK(reply->type == REDIS_REPLY_NIL);
+      return;
     case '$':
+    case '=':
+    case '!': {
       FUZZ_CHECK(StringToInt64(rest, &n));
       if (n == -1) {
         FUZZ_CHECK(reply->type == REDIS_REPLY_NIL);
-      } else {
-        FUZZ_CHECK(reply->type == REDIS_REPLY_STRING);
-        FUZZ_CHECK(std::string_view(reply->str, reply->len) == frame.substr(cr + 2, n));
+        return;
       }
-      break;
+      const std::string_view body = value.substr(cr + 2, n);
+      if (value[0] == '$') return string_is(REDIS_REPLY_STRING, body);
+      if (value[0] == '=') return string_is(REDIS_REPLY_STRING, body.substr(4));
+      // An error line cannot hold CR or LF: they become spaces, as in Redis.
+      std::string line(body);
+      std::replace(line.begin(), line.end(), '\r', ' ');
+      std::replace(line.begin(), line.end(), '\n', ' ');
+      return string_is(REDIS_REPLY_ERROR, line);
+    }
     case '*':
+    case '~':
+    case '>':
+    case '%':
       FUZZ_CHECK(StringToInt64(rest, &n));
       if (n == -1) {
         FUZZ_CHECK(reply->type == REDIS_REPLY_NIL);
       } else {
         FUZZ_CHECK(reply->type == REDIS_REPLY_ARRAY);
-        FUZZ_CHECK(reply->elements == static_cast<size_t>(n));
+        FUZZ_CHECK(reply->elements == static_cast<size_t>(value[0] == '%' ? 2 * n : n));
       }
-      break;
+      return;
     default:
       FUZZ_CHECK(false);
   }
@@ -265,7 +353,10 @@ void CheckDecoded(const redisReply* reply, std::string_view frame) {
 
 // One frame against hiredis's reader and ReplyDecoder.
 void CheckFrame(std::string_view frame, const Model& model, ReplyDecoder* decoder) {
-  const bool decodable = model.max_array_level <= kHiredisMaxArrayLevel && model.integers_ok;
+  // ReplyDecoder reads a RESP3 frame as RESP2 first; hiredis alone refuses it.
+  const bool decodable =
+      model.max_array_level <= kHiredisMaxArrayLevel && model.integers_ok && model.convertible;
+  const bool hiredis_reads = decodable && !model.resp3;
   redisReader* reader = redisReaderCreate();
   FUZZ_CHECK(reader != nullptr);
   void* reply = nullptr;
@@ -276,11 +367,11 @@ void CheckFrame(std::string_view frame, const Model& model, ReplyDecoder* decode
     FUZZ_CHECK(redisReaderFeed(reader, frame.data() + frame.size() - 1, 1) == REDIS_OK);
     rc = redisReaderGetReply(reader, &reply);
   }
-  if (decodable) {
+  if (hiredis_reads) {
     FUZZ_CHECK(rc == REDIS_OK);
     FUZZ_CHECK(reply != nullptr);
     FUZZ_CHECK(reader->pos == reader->len);  // all of the frame, nothing left over
-    CheckDecoded(static_cast<redisReply*>(reply), frame);
+    CheckDecoded(static_cast<redisReply*>(reply), frame.substr(model.top));
   } else {
     FUZZ_CHECK(rc == REDIS_ERR);
     FUZZ_CHECK(reply == nullptr);
@@ -291,7 +382,7 @@ void CheckFrame(std::string_view frame, const Model& model, ReplyDecoder* decode
   const std::unique_ptr<char[]> copy = Copy(frame);
   const ReplyPtr decoded = decoder->Decode(std::string_view(copy.get(), frame.size()));
   FUZZ_CHECK((decoded != nullptr) == decodable);
-  if (decoded) CheckDecoded(decoded.get(), frame);
+  if (decoded) CheckDecoded(decoded.get(), frame.substr(model.top));
 }
 
 // The bytes after the last frame, which the framer says are not a reply yet.
