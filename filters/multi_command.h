@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/sketch_resp3.h"
 #include "protocol/reply_decoder.h"
 
 namespace bloomproxy::filters {
@@ -39,8 +40,17 @@ class QueuedSketch {
   // made-up answer.
   virtual std::string Reply(std::string_view answer, protocol::ReplyDecoder* decoder) const = 0;
 
+  // How the command's RESP3 reply differs from its RESP2 one (filters/sketch_resp3.h; kSame
+  // unless set). Reply always makes the RESP2 reply; for a client speaking RESP3 when EXEC runs
+  // the command, the caller rewrites it with ToResp3.
+  Resp3Shape resp3_shape() const { return resp3_shape_; }
+  void set_resp3_shape(Resp3Shape shape) { resp3_shape_ = shape; }
+
  protected:
   std::string request_;
+
+ private:
+  Resp3Shape resp3_shape_ = Resp3Shape::kSame;
 };
 
 // A command whose reply is known when it is queued: PING is queued in its place.

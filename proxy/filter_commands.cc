@@ -4,6 +4,7 @@
 // script each (filters/key_scripts.h), sent like any command.
 #include "filters/cms_plan.h"
 #include "filters/key_layout.h"
+#include "filters/sketch_resp3.h"
 #include "protocol/errors.h"
 #include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
@@ -28,6 +29,13 @@ constexpr std::string_view kNotOneServer =
     "-ERR bloomproxy: behind a sharding proxy CMS.MERGE needs the destination and every source "
     "under one {hash tag}, so that they are on one server\r\n";
 
+// The shape of a BF.*/CMS.* command's reply for a client speaking `resp` (0: as the plan makes
+// it, in RESP2).
+uint8_t Resp3ShapeFor(protocol::Resp resp, const Command& cmd) {
+  if (resp != protocol::Resp::k3) return 0;
+  return static_cast<uint8_t>(filters::Resp3ShapeOf(cmd.args));
+}
+
 bool Writes(BfCommand c) {
   return c == BfCommand::kReserve || c == BfCommand::kAdd || c == BfCommand::kMAdd ||
          c == BfCommand::kInsert || c == BfCommand::kLoadChunk;
@@ -36,6 +44,10 @@ bool Writes(BfCommand c) {
 }  // namespace
 
 void Client::OnPlanDone(Pending* slot, std::string reply) {
+  // A RESP3 client's BF.*/CMS.* reply: the plan made the RESP2 one.
+  if (slot->resp3_shape != 0) {
+    reply = filters::ToResp3(static_cast<filters::Resp3Shape>(slot->resp3_shape), reply);
+  }
   if (slot->hook == Hook::kHideKeys) reply = protocol::HideInternalKeys(reply, slot->arg != 0);
   if (slot->hook != Hook::kNone) ApplyHook(slot, reply);
   slot->done = true;
@@ -209,6 +221,8 @@ Client::Dispatched Client::JoinAnyBatch(BatchKind kind, std::string_view key,
   SketchBatch* batch = server_->OpenBatch(kind, key, target);
   Pending* p = NewPlanSlot(target);
   p->in_flight = true;
+  // Batches are joined only while Dispatch handles cmd_, the command this slot answers.
+  p->resp3_shape = Resp3ShapeFor(resp_, cmd_);
   p->batch_member = true;
   if (writes && target->shared()) p->MarkSharedWrite();
   if (batch_members_++ == 0) {
@@ -234,6 +248,9 @@ Client::Dispatched Client::StartPlan(std::string_view key, std::unique_ptr<filte
   if (target == nullptr) return result;
   // Later commands of this client wait for the plan (see Dispatch).
   Pending* p = NewPlanSlot(target);
+  // Plans start only while Dispatch handles cmd_, the command this slot answers; the shape is
+  // set before the plan runs, as it may answer at once.
+  p->resp3_shape = Resp3ShapeFor(resp_, cmd_);
   if (writes && target->shared()) p->MarkSharedWrite();
   PlanRunner::Run(server_, {p}, UpstreamRef(target), std::move(plan), protocol::KeySlot(key));
   return Dispatched::kDone;

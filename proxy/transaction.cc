@@ -18,9 +18,11 @@
 
 #include "filters/multi_command.h"
 #include "filters/sketch_commands.h"
+#include "filters/sketch_resp3.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "protocol/reply_framer.h"
+#include "protocol/resp3.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
@@ -38,6 +40,19 @@ using protocol::Route;
 namespace {
 
 constexpr std::string_view kPing = "*1\r\n$4\r\nPING\r\n";
+
+// A queued BF.*/CMS.* command's reply from its script's answer in EXEC's array, in `resp`. A
+// RESP3 client's transaction runs on a RESP3 connection, where the answer may come in RESP3 form
+// (a Lua false is `#f` there, `$-1` in RESP2): the sketch reads it as its RESP2 form, and its
+// RESP2 reply becomes RedisBloom's RESP3 one for a RESP3 client.
+std::string SketchReply(const filters::QueuedSketch& sketch, std::string_view answer,
+                        protocol::ReplyDecoder* decoder, protocol::Resp resp) {
+  std::string resp2;
+  if (protocol::Resp3ToResp2(answer, &resp2)) answer = resp2;
+  std::string reply = sketch.Reply(answer, decoder);
+  if (resp != protocol::Resp::k3) return reply;
+  return filters::ToResp3(sketch.resp3_shape(), reply);
+}
 
 }  // namespace
 
@@ -110,6 +125,9 @@ bool Client::QueueSketch(const Command& cmd, QueuedEntry* entry) {
     Refuse(refusal);
     return false;
   }
+  // Whether its reply takes the RESP3 shape is decided when EXEC runs it, as Redis writes each
+  // reply in the protocol of that moment (a HELLO earlier in the transaction may switch it).
+  sketch->set_resp3_shape(filters::Resp3ShapeOf(cmd.args));
   entry->sketch = std::move(sketch);
   return true;
 }
@@ -138,7 +156,7 @@ std::string Client::CompleteExec(Pending* slot, std::string_view frame) {
     if (entry == nullptr) {
       out.append(element);
     } else if (entry->sketch != nullptr) {
-      out += entry->sketch->Reply(element, &server_->decoder());
+      out += SketchReply(*entry->sketch, element, &server_->decoder(), resp_);
     } else if (!entry->args.empty()) {
       out += AnswerAtExec(*entry, &close_after);
     } else {

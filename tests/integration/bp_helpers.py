@@ -289,6 +289,39 @@ def roundtrip_raw(port, data, unix=None, timeout=5.0, expect_close=False):
         return bytes(out)
 
 
+def exec_elements(raw):
+    """The raw elements of EXEC's array reply, or None for a nil or an error reply."""
+    if not raw.startswith(b"*"):
+        return None
+    eol = raw.index(b"\r\n")
+    n = int(raw[1:eol])
+    if n < 0:
+        return None
+    pos, out = eol + 2, []
+    for _ in range(n):
+        _, end = parse_resp(raw, pos)
+        out.append(raw[pos:end])
+        pos = end
+    assert pos == len(raw), f"bytes after EXEC's array: {raw[pos:pos + 80]!r}"
+    return out
+
+
+def exec_block(conn, block):
+    """MULTI, the commands of `block` (each must be queued) and EXEC on RawConn `conn`: EXEC's
+    raw elements, one per command."""
+    conn.send(encode_command("MULTI") + b"".join(encode_command(*a) for a in block)
+              + encode_command("EXEC"))
+    assert conn.read_reply_raw() == b"+OK\r\n"
+    for a in block:
+        queued = conn.read_reply_raw()
+        assert queued == b"+QUEUED\r\n", f"{a[:3]} answered {queued[:200]!r} when queued"
+    raw = conn.read_reply_raw()
+    elements = exec_elements(raw)
+    assert elements is not None and len(elements) == len(block), \
+        f"EXEC of {[a[:2] for a in block]} answered {raw[:300]!r}"
+    return elements
+
+
 def read_replies(conn, n):
     """n consecutive raw replies from RawConn `conn`, concatenated."""
     return b"".join(conn.read_reply_raw() for _ in range(n))

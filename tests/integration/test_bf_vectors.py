@@ -2,15 +2,19 @@
 RedisBloom) replayed through bloomproxy in front of a plain redis-server must give the recorded
 raw RESP2 replies, byte for byte. Each case runs twice: with the default shard size and with
 --bf-max-shard-bytes 64 (every sub-filter split over many keys), which must not change a byte.
+The same cases replayed after HELLO 3 must give RedisBloom's RESP3 replies
+(bf-resp3-expected.json, recorded after HELLO 3), in both shard modes too.
 """
 
 import pytest
 
-from bf_vectors import (bf_data_keys, data_keys_of, format_command, key_hash_slot, load_cases,
-                        model_reply, parse_data_key, prefix_belongs_to, replay_case, shorten,
-                        upstream_keys)
+from bf_vectors import (FIXTURES, bf_data_keys, data_keys_of, format_command, key_hash_slot,
+                        load_cases, model_reply, parse_data_key, prefix_belongs_to, replay_case,
+                        shorten, upstream_keys)
+from resp3_replay import Resp3Conn, with_resp3_replies
 
 CASES = load_cases()
+RESP3_CASES = with_resp3_replies(CASES, FIXTURES / "bf-resp3-expected.json")
 SHARD_BYTES = 64
 
 MODES = {
@@ -71,3 +75,14 @@ def test_vector_case(case, mode, proxy, redis_instance):
         if name not in keys:
             left = data_keys_of(direct, name, keys)
             assert not left, f"[{mode}] {name!r} does not exist but its data keys remain: {left[:5]}"
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("case", RESP3_CASES, ids=[c["name"] for c in RESP3_CASES])
+def test_vector_case_resp3(case, mode, proxy):
+    """The case after HELLO 3 on the connection: RedisBloom's RESP3 replies, byte for byte."""
+    p = proxy(*MODES[mode])
+    with Resp3Conn(p.port, timeout=30) as conn:
+        conn.hello(3)
+        problem = replay_case(conn, case)
+    assert not problem, f"[{mode}, RESP3] {problem}"

@@ -14,18 +14,24 @@ byte:
 
 After each replay the upstream holds only the case's names and their internal keys, each on the
 server (and in the slot) of its name, laid out as documented (cms_vectors.read_sketch).
+
+The same cases replayed after HELLO 3 on standalone Redis (both part sizes) and on the cluster
+(keys under one tag) must give RedisBloom's RESP3 replies (cms-resp3-expected.json, recorded
+after HELLO 3), byte for byte.
 """
 
 import pytest
 
 from bf_vectors import format_command, key_hash_slot, replay_case, shorten
-from cms_vectors import (CROSSSLOT, FOREIGN, RecordedServer, as_cluster_answers, check_layout,
-                         cut_case, key_positions, load_cases, merge_names, model_reply, run_cli,
-                         tagged)
+from cms_vectors import (CROSSSLOT, FIXTURES, FOREIGN, RecordedServer, as_cluster_answers,
+                         check_layout, cut_case, key_positions, load_cases, merge_names,
+                         model_reply, run_cli, tagged)
+from resp3_replay import Resp3Conn, with_resp3_replies
 from test_cluster_bf import keys_on_masters
 from test_sharding_bf import assert_no_upstream_errors, refusal, server_index
 
 CASES = load_cases()
+RESP3_CASES = with_resp3_replies(CASES, FIXTURES / "cms-resp3-expected.json")
 IDS = [c["name"] for c in CASES]
 PART_MODES = {"default": (), "parts64": ("--bf-max-shard-bytes", "64")}
 KEY_MODES = ("plain", "tagged")
@@ -140,6 +146,21 @@ def test_standalone_case(index, parts, proxy, redis_instance):
     check_layout(where, case["keys"], lambda name: 0, lambda _: direct, f"[{parts}]")
 
 
+@pytest.mark.parametrize("parts", sorted(PART_MODES))
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_standalone_case_resp3(index, parts, proxy, redis_instance):
+    """The case after HELLO 3 on the connection: RedisBloom's RESP3 replies, byte for byte."""
+    case = RESP3_CASES[index]
+    p = proxy(*PART_MODES[parts])
+    with Resp3Conn(p.port, timeout=30) as conn:
+        conn.hello(3)
+        problem = replay_case(conn, case)
+    assert not problem, f"[{parts}, RESP3] {problem}"
+    direct = redis_instance.client()
+    where = {k: 0 for k in direct.keys("*")}
+    check_layout(where, case["keys"], lambda name: 0, lambda _: direct, f"[{parts}, RESP3]")
+
+
 @pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_case_read_by_redis_cli(index, proxy):
     """redis-cli --no-raw prints the same through the proxy as from the recorded replies."""
@@ -177,6 +198,21 @@ def test_cluster_case(index, keys, redis_cluster, cluster_proxy):
     check_layout(keys_on_masters(redis_cluster), case["keys"],
                  lambda name: redis_cluster.node_for_key(name).port,
                  lambda port: redis_cluster.by_port(port).client(), f"[cluster, {keys}]")
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_cluster_case_resp3(index, redis_cluster, cluster_proxy):
+    """The case, all its keys under one hash tag, after HELLO 3: RedisBloom's RESP3 replies."""
+    redis_cluster.flushall()
+    case = tagged(RESP3_CASES[index], b"{t%d}" % index)
+    p = cluster_proxy()
+    with Resp3Conn(p.port, timeout=30) as conn:
+        conn.hello(3)
+        problem = replay_case(conn, case)
+    assert not problem, f"[cluster, tagged, RESP3] {problem}"
+    check_layout(keys_on_masters(redis_cluster), case["keys"],
+                 lambda name: redis_cluster.node_for_key(name).port,
+                 lambda port: redis_cluster.by_port(port).client(), "[cluster, tagged, RESP3]")
 
 
 def test_cluster_cases_spread_over_masters(redis_cluster):

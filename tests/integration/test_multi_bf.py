@@ -20,7 +20,8 @@ import threading
 import pytest
 
 from bf_vectors import WRONGTYPE, ModelLink, item_hash, key_hash_slot, prefix_belongs_to
-from bp_helpers import Err, RawConn, encode_command as cmd, parse_resp, scan_all, wait_until
+from bp_helpers import (Err, RawConn, encode_command as cmd, exec_block, exec_elements, parse_resp,
+                        scan_all, wait_until)
 
 SHARD = 64
 # Small shards, and filters BF.ADD creates small too, so that they scale.
@@ -166,23 +167,6 @@ class Generator:
             self.scan[name] = nxt
 
 
-def exec_elements(raw):
-    """The raw elements of EXEC's array reply, or None for a nil or an error reply."""
-    if not raw.startswith(b"*"):
-        return None
-    eol = raw.index(b"\r\n")
-    n = int(raw[1:eol])
-    if n < 0:
-        return None
-    pos, out = eol + 2, []
-    for _ in range(n):
-        _, end = parse_resp(raw, pos)
-        out.append(raw[pos:end])
-        pos = end
-    assert pos == len(raw), f"bytes after EXEC's array: {raw[pos:pos + 80]!r}"
-    return out
-
-
 def run_plain(conn, gen, count):
     """`count` generated commands one by one: [(args, raw reply)]."""
     out = []
@@ -206,16 +190,7 @@ def run_in_multi(conn, commands, rng, split=None):
                 if split(block[j - 1], block[j]):
                     block = block[:j]
                     break
-        conn.send(cmd("MULTI") + b"".join(cmd(*a) for a in block) + cmd("EXEC"))
-        assert conn.read_reply_raw() == b"+OK\r\n"
-        for a in block:
-            queued = conn.read_reply_raw()
-            assert queued == b"+QUEUED\r\n", f"{a[:3]} answered {queued[:200]!r} when queued"
-        raw = conn.read_reply_raw()
-        elements = exec_elements(raw)
-        assert elements is not None and len(elements) == len(block), \
-            f"EXEC of {[a[:2] for a in block]} answered {raw[:300]!r}"
-        out += elements
+        out += exec_block(conn, block)
         i += len(block)
     return out
 
