@@ -22,10 +22,10 @@ return {ok = t}
 // sketch markers. A filter or a count-min sketch cannot be copied (RedisBloom's types have no
 // copy callback), an error Redis gives only once the options parse, the source is not the
 // destination and the destination is free or REPLACE is given; before that, Redis's own reply
-// (COPY itself, which then copies nothing).
-constexpr std::string_view kCopyScript = R"lua(
-if redis.call('TYPE', KEYS[1]).ok ~= 'hash' or
-   (redis.call('EXISTS', KEYS[3]) == 0 and redis.call('EXISTS', KEYS[4]) == 0) then
+// (COPY itself, which then copies nothing). A write: kMarkedFunction (key_scripts.h) comes
+// first.
+constexpr std::string_view kCopyCheck = R"lua(
+if not (marked(KEYS[3]) or marked(KEYS[4])) or redis.call('TYPE', KEYS[1]).ok ~= 'hash' then
   return redis.pcall(unpack(ARGV))
 end
 local replace, db, i = false, nil, 4
@@ -74,19 +74,8 @@ constexpr std::string_view kHashOnMarker = R"lua(
 end
 )lua";
 
-// The same for a command that writes. A read-only command inside a script makes a client with
-// CLIENT TRACKING track every key of the script (Redis remembers the caller's keys), so an
-// HSET would track its own key and get an invalidation for its own write, which Redis sends
-// only after a read. So writes look at the markers with SETRANGE of nothing, a write command
-// that changes nothing (no notification, no propagation) and answers the length of a string
-// key, 0 for none; on an error (a write refused under maxmemory, on a read-only replica) they
-// fall back to EXISTS.
+// The same for a command that writes: kMarkedFunction (key_scripts.h) comes before it.
 constexpr std::string_view kHashWriteCheck = R"lua(
-local function marked(k)
-  local n = redis.pcall('SETRANGE', k, 0, '')
-  if type(n) == 'number' then return n > 0 end
-  return redis.call('EXISTS', k) == 1
-end
 if (marked(KEYS[2]) or marked(KEYS[3])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then)lua";
 
 constexpr std::string_view kHashRun = R"lua(
@@ -138,15 +127,19 @@ return redis.pcall(unpack(ARGV))
 }  // namespace
 
 std::string_view TypeScript() { return kTypeScript; }
-std::string_view CopyScript() { return kCopyScript; }
+std::string_view CopyScript() {
+  static const std::string text = std::string(kMarkedFunction) + std::string(kCopyCheck);
+  return text;
+}
 std::string_view EncodingScript() { return kEncodingScript; }
 
 namespace {
 
 // The check for a command that writes or only reads, then `run`.
 std::string HashCommandScript(bool writes, std::string_view run) {
-  return std::string(writes ? kHashWriteCheck : kHashCheck) + std::string(kHashOnMarker) +
-         std::string(run);
+  const std::string check = writes ? std::string(kMarkedFunction) + std::string(kHashWriteCheck)
+                                   : std::string(kHashCheck);
+  return check + std::string(kHashOnMarker) + std::string(run);
 }
 
 }  // namespace

@@ -12,8 +12,9 @@ namespace {
 // its marker's name when the marker exists (else nil), and the structure's data keys when `k` is
 // a filter's or a count-min sketch's hash whose fields parse: a filter's shards of each link and
 // each link's count; a sketch's parts (cms_meta.h). Without a marker nothing but the marker is
-// looked at (EXISTS touches nothing); the hash is read only when its marker says it is a
-// structure, so no probe counts as a WRONGTYPE error and no plain key is touched.
+// looked at (marked, key_scripts.h: touches nothing, and a plain key is not tracked for a
+// client with CLIENT TRACKING); the hash is read only when its marker says it is a structure,
+// so no probe counts as a WRONGTYPE error and no plain key is touched.
 constexpr std::string_view kFilterAt = R"lua(
 local function sketch_parts(p, id, width, depth, part)
   if not id or not width or not depth or not part or part < 1 then return nil end
@@ -27,9 +28,9 @@ local function unlink_all(m, keys)
 end
 local function filter_at(k, p)
   local m = p .. ':bf:m:' .. k
-  if redis.call('EXISTS', m) == 0 then
+  if not marked(m) then
     m = p .. ':cms:m:' .. k
-    if redis.call('EXISTS', m) == 0 then return nil, nil end
+    if not marked(m) then return nil, nil end
   end
   if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
   local names = {'bloomproxy', 'id', 'shard'}
@@ -202,46 +203,53 @@ end
 return best or r
 )lua";
 
-const std::string& WithFilterAt(std::string_view body, std::string* storage) {
-  if (storage->empty()) *storage = std::string(kFilterAt) + std::string(body);
-  return *storage;
+// A script that only reads goes with EVAL_RO, where SETRANGE is refused: it looks at markers
+// with EXISTS (its command reads the name anyway).
+constexpr std::string_view kMarkedByExists = R"lua(
+local function marked(k) return redis.call('EXISTS', k) == 1 end
+)lua";
+
+// The script of `body`: marked, filter_at, body.
+std::string WithFilterAt(std::string_view body, bool writes) {
+  return std::string(writes ? kMarkedFunction : kMarkedByExists) + std::string(kFilterAt) +
+         std::string(body);
 }
 
 }  // namespace
 
 std::string_view DeleteScript() {
-  static std::string text;
-  return WithFilterAt(kDeleteBody, &text);
+  static const std::string text = WithFilterAt(kDeleteBody, true);
+  return text;
 }
 
 std::string_view ExpireScript() {
-  static std::string text;
-  return WithFilterAt(kExpireBody, &text);
+  static const std::string text = WithFilterAt(kExpireBody, true);
+  return text;
 }
 
 std::string_view RenameScript() {
-  static std::string text;
-  return WithFilterAt(kRenameBody, &text);
+  static const std::string text = WithFilterAt(kRenameBody, true);
+  return text;
 }
 
 std::string_view MoveScript() {
-  static std::string text;
-  return WithFilterAt(kMoveBody, &text);
+  static const std::string text = WithFilterAt(kMoveBody, true);
+  return text;
 }
 
 std::string_view RestoreScript() {
-  static std::string text;
-  return WithFilterAt(kRestoreBody, &text);
+  static const std::string text = WithFilterAt(kRestoreBody, true);
+  return text;
 }
 
 std::string_view MemoryUsageScript() {
-  static std::string text;
-  return WithFilterAt(kMemoryUsageBody, &text);
+  static const std::string text = WithFilterAt(kMemoryUsageBody, false);
+  return text;
 }
 
 std::string_view ObjectTimeScript() {
-  static std::string text;
-  return WithFilterAt(kObjectTimeBody, &text);
+  static const std::string text = WithFilterAt(kObjectTimeBody, false);
+  return text;
 }
 
 }  // namespace bloomproxy::filters

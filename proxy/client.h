@@ -78,6 +78,7 @@ enum class Hook : uint8_t {
   kResp3Pairs,     // a hash command run in a script, for a RESP3 client: the flat array of field
                    // and value is a map (`arg` 0, HGETALL) or an array of pairs (1, HRANDFIELD
                    // WITHVALUES), as Redis answers RESP3
+  kTrackingInfo,   // CLIENT TRACKINGINFO: the redirect field names the proxy's client id
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -420,6 +421,7 @@ class Client {
   std::string AddBfCommands(Hook hook, std::string_view frame);
   std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
   std::string WithProxySection(std::string_view frame, bool proxy_section);
+  std::string WithProxyRedirect(std::string_view frame) const;
 
   // transaction.cc
   // A command inside MULTI: queued upstream, followed, answered at EXEC, or a tunnel.

@@ -180,8 +180,9 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
   if (!upstream_decides && route.effect == Effect::kUnblock && cmd.args.size() > 2) {
     return SendWithUpstreamId(cmd, 2, out);
   }
-  if (!upstream_decides && route.effect == Effect::kTracking && RedirectArg(cmd) != 0) {
-    return SendWithUpstreamId(cmd, RedirectArg(cmd), out);
+  if (!upstream_decides && route.effect == Effect::kTracking) {
+    if (RedirectArg(cmd) != 0) return SendWithUpstreamId(cmd, RedirectArg(cmd), out);
+    pending_redirect_ = 0;  // CLIENT TRACKING without REDIRECT ends a redirection
   }
   if (out.hook == Hook::kPause && out.sub_kind == 1 &&
       !PauseMayGo(static_cast<uint64_t>(out.arg))) {
@@ -224,6 +225,10 @@ void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoi
   if (name == "info") {
     out->hook = Hook::kInfo;
     out->arg = InfoWantsProxySection(cmd);
+    return;
+  }
+  if (name == "client" && cmd.args.size() == 2 && IEquals(cmd.args[1], "trackinginfo")) {
+    out->hook = Hook::kTrackingInfo;
     return;
   }
   if (name != "command" || server_->emulated() == 0) return;

@@ -7,6 +7,7 @@
 #include "protocol/encoder.h"
 #include "protocol/internal_keys.h"
 #include "protocol/reply_framer.h"
+#include "protocol/request_parser.h"
 #include "protocol/resp3.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
@@ -41,6 +42,8 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       slot->data.append(FillBfCommandInfo(slot->arg, frame));
     } else if (slot->hook == Hook::kClientAuth && !is_error) {
       slot->data.append(LoggedInUpstream(slot->arg));
+    } else if (slot->hook == Hook::kTrackingInfo && !is_error) {
+      slot->data.append(WithProxyRedirect(frame));
     } else if (slot->hook == Hook::kResp3Pairs && !is_error) {
       slot->data.append(protocol::PairsToResp3(frame, slot->arg != 0));
     } else if (slot->hook == Hook::kHideKeys && !is_error) {
@@ -100,6 +103,27 @@ std::string Client::WithProxySection(std::string_view frame, bool proxy_section)
     body += server_->ProxySection();
   }
   return Verbatim(body);
+}
+
+std::string Client::WithProxyRedirect(std::string_view frame) const {
+  // CLIENT TRACKINGINFO names the upstream connection of the client that invalidations go to
+  // ("redirect", -1 off, 0 none): clients know it by the proxy's id, which Redis keeps when the
+  // redirection is broken, as the proxy does.
+  constexpr std::string_view kField = "$8\r\nredirect\r\n:";
+  const size_t at = frame.find(kField);
+  if (at == std::string_view::npos) return std::string(frame);
+  const size_t from = at + kField.size();
+  const size_t end = frame.find("\r\n", from);
+  int64_t upstream_id = 0;
+  if (end == std::string_view::npos ||
+      !protocol::StringToInt64(frame.substr(from, end - from), &upstream_id) ||
+      upstream_id <= 0) {
+    return std::string(frame);
+  }
+  std::string out(frame.substr(0, from));
+  out += std::to_string(tracking_redirect_);
+  out.append(frame.substr(end));
+  return out;
 }
 
 std::string Client::AddBfCommands(Hook hook, std::string_view frame) {

@@ -364,6 +364,14 @@ TRACKING = {
         (0, "HGET", "h", "f"), (0, "HGETALL", "h2"), (0, "MGET", "k2", "k3"),
         (1, "HSET", "h", "f", "z"), (1, "HSET", "h2", "a", "1"), (1, "MSET", "k2", "1", "k3", "2"),
         (0,), (0, "GET", "k1"), (0, "SET", "k1", "own"), (0, "FLUSHDB")]),
+    # Key commands that run as a script (they may act on a filter) look at the name's markers
+    # without a read: like Redis, a client does not track a key it only wrote.
+    "own key commands": ([3, 3], [
+        (0, "CLIENT", "TRACKING", "ON"), (0, "SET", "a", "1"), (0, "SET", "b", "2"),
+        (0, "PEXPIRE", "a", "100000"), (0, "PERSIST", "a"), (0, "EXPIRE", "b", "100"),
+        (0, "COPY", "a", "c"), (0, "RENAME", "c", "d"), (0, "RENAMENX", "d", "e"),
+        (0, "DEL", "e"), (0, "UNLINK", "b"), (1, "SET", "a", "2"), (1, "SET", "b", "3"), (0,),
+        (0, "GET", "a"), (0, "PEXPIRE", "a", "100000"), (1, "SET", "b", "4"), (0,)]),
     "bcast": ([3, 3], [
         (0, "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "p", "PREFIX", "x:"),
         (1, "SET", "p1", "a"), (1, "SET", "q1", "a"), (1, "HSET", "ph", "f", "1"),
@@ -419,6 +427,41 @@ def test_client_tracking_like_redis(rp, debug_redis, name):
         assert got[3:5] == [b"+OK\r\n+PONG\r\n",
                             b">2\r\n$10\r\ninvalidate\r\n*1\r\n$2\r\nk1\r\n+PONG\r\n"]
         assert got[15] == b"+PONG\r\n"  # nothing for h and k2, written but not read
+
+
+def test_key_command_in_a_transaction_tracks_like_redis(rp, debug_redis):
+    # A key command (a script) in MULTI: its key is tracked only by the GET after it, so the
+    # transaction's reply and the MGET's come without an invalidation between them.
+    assert_like_redis(rp.port, debug_redis, [
+        ("CLIENT", "TRACKING", "ON"), ("MULTI",), ("MSET", "x", "1", "y", "2"),
+        ("PEXPIRE", "y", "100000"), ("GET", "y"), ("EXEC",), ("MGET", "x", "y"), ("DEL", "x"),
+        ("PING",)])
+
+
+def test_getredir_and_trackinginfo_name_the_proxy_client(rp):
+    # Redis names the redirect target by its id, which for a proxy client is the proxy's; it
+    # keeps the id once the target is gone (broken_redirect), and TRACKING ON without REDIRECT
+    # ends the redirection.
+    with connect(rp.port) as t, connect(rp.port) as w:
+        target = connect(rp.port)
+        target_id = int(target.call("CLIENT", "ID")[1:-2])
+        assert target.call("SUBSCRIBE", "__redis__:invalidate").startswith(b">3\r\n")
+        assert t.call("CLIENT", "GETREDIR") == b":-1\r\n"
+        assert t.call("CLIENT", "TRACKING", "ON", "REDIRECT", str(target_id)) == b"+OK\r\n"
+        assert t.call("CLIENT", "GETREDIR") == b":%d\r\n" % target_id
+        field = b"$8\r\nredirect\r\n:%d\r\n" % target_id
+        assert field in t.call("CLIENT", "TRACKINGINFO")
+        assert t.call("GET", "k") == b"_\r\n"
+        target.close()
+        wait_until(lambda: b"id=%d " % target_id not in verbatim_text(w.call("CLIENT", "LIST")),
+                   5, what="the target gone")
+        w.call("SET", "k", "1")
+        assert b"tracking-redir-broken" in sync(t)
+        info = t.call("CLIENT", "TRACKINGINFO")
+        assert field in info and b"broken_redirect" in info, info
+        assert t.call("CLIENT", "TRACKING", "ON") == b"+OK\r\n"
+        assert t.call("CLIENT", "GETREDIR") == b":0\r\n"
+        assert b"$8\r\nredirect\r\n:0\r\n" in t.call("CLIENT", "TRACKINGINFO")
 
 
 @pytest.mark.xfail(strict=True, reason="invalidations of filters name internal keys")

@@ -92,12 +92,36 @@ TEST(KeyScriptsTest, ScriptsNeverOpenATransactionNorReadAHashUnmarked) {
     EXPECT_EQ(s.find("MULTI"), std::string_view::npos);
     EXPECT_EQ(s.find("EXEC"), std::string_view::npos);
     // The only hash read follows the marker check (filter_at).
-    const size_t marker = s.find("redis.call('EXISTS', m) == 0");
+    const size_t marker = s.find("if not marked(m) then");
     const size_t hmget = s.find("'HMGET'");
     if (hmget != std::string_view::npos) {
       EXPECT_LT(marker, hmget);
     }
     EXPECT_EQ(s.find("'HGET'"), std::string_view::npos);
+  }
+}
+
+// A read-only command in a script makes a tracking client track the script's keys: a script
+// that writes looks at markers with marked (SETRANGE of nothing) before anything else, and
+// reads a key (TYPE, HMGET) only once a marker was found.
+TEST(KeyScriptsTest, WritingScriptsFindMarkersWithoutReading) {
+  for (std::string_view s : {DeleteScript(), ExpireScript(), RenameScript(), MoveScript(),
+                             RestoreScript(), CopyScript(), HashScript(true),
+                             HashInPartsScript(true)}) {
+    ASSERT_EQ(s.substr(0, kMarkedFunction.size()), kMarkedFunction);
+    const std::string_view body = s.substr(kMarkedFunction.size());
+    const size_t first_use = body.find("marked(");
+    ASSERT_NE(first_use, std::string_view::npos);
+    for (std::string_view read : {"'EXISTS'", "'TYPE'", "'HMGET'", "'PEXPIRETIME'"}) {
+      const size_t at = body.find(read);
+      if (at != std::string_view::npos) {
+        EXPECT_LT(first_use, at) << read << " in " << s;
+      }
+    }
+  }
+  // EVAL_RO refuses SETRANGE: the scripts that only read use EXISTS.
+  for (std::string_view s : {MemoryUsageScript(), ObjectTimeScript()}) {
+    EXPECT_EQ(s.find("'SETRANGE'"), std::string_view::npos);
   }
 }
 
@@ -336,7 +360,7 @@ TEST(KeyScriptsTest, NewScriptsReadAHashOnlyAfterItsMarker) {
     // a structure's hash (HashIncrByScript's HGET is of a plain hash's field, after HINCRBY).
     const size_t hmget = s.find("'HMGET'");
     if (hmget != std::string_view::npos) {
-      EXPECT_LT(s.find("redis.call('EXISTS', m) == 0"), hmget);
+      EXPECT_LT(s.find("if not marked(m) then"), hmget);
     }
   }
   // OBJECT IDLETIME / FREQ asks the name before filter_at reads its metadata (which touches it).
