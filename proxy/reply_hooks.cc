@@ -116,8 +116,7 @@ std::string Client::WithProxyRedirect(std::string_view frame) const {
   const size_t end = frame.find("\r\n", from);
   int64_t upstream_id = 0;
   if (end == std::string_view::npos ||
-      !protocol::StringToInt64(frame.substr(from, end - from), &upstream_id) ||
-      upstream_id <= 0) {
+      !protocol::StringToInt64(frame.substr(from, end - from), &upstream_id) || upstream_id <= 0) {
     return std::string(frame);
   }
   std::string out(frame.substr(0, from));

@@ -105,9 +105,9 @@ TEST(KeyScriptsTest, ScriptsNeverOpenATransactionNorReadAHashUnmarked) {
 // that writes looks at markers with marked (SETRANGE of nothing) before anything else, and
 // reads a key (TYPE, HMGET) only once a marker was found.
 TEST(KeyScriptsTest, WritingScriptsFindMarkersWithoutReading) {
-  for (std::string_view s : {DeleteScript(), ExpireScript(), RenameScript(), MoveScript(),
-                             RestoreScript(), CopyScript(), HashScript(true),
-                             HashInPartsScript(true)}) {
+  for (std::string_view s :
+       {DeleteScript(), ExpireScript(), RenameScript(), MoveScript(), RestoreScript(), CopyScript(),
+        HashScript(true), HashInPartsScript(true)}) {
     ASSERT_EQ(s.substr(0, kMarkedFunction.size()), kMarkedFunction);
     const std::string_view body = s.substr(kMarkedFunction.size());
     const size_t first_use = body.find("marked(");
