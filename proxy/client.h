@@ -99,6 +99,7 @@ struct Pending {
   bool subscribe = false;      // a (P|S)SUBSCRIBE: the client enters pub/sub mode
   bool queued = false;         // sent inside MULTI: a +QUEUED reply takes a place in EXEC's
   bool stalls = false;         // may keep the whole upstream busy (UpstreamActivity) until done
+  bool blocks = false;         // a blocking command (BLPOP, XREAD BLOCK, ...): CLIENT LIST's b
   bool shared_write = false;   // a write on a shared connection (UpstreamActivity) until done
   PlanRunner* plan = nullptr;  // upstream replies of a plan step go to this runner
   bool plan_step = false;      // a plan's step or trailing requests (internal)
@@ -200,6 +201,8 @@ class Client {
 
   // For CLIENT LIST / INFO and the idle timeout.
   uint64_t id() const { return id_; }
+  // CLIENT SETNAME's name (empty: none).
+  const std::string& name() const { return name_; }
   // The index of the shared connection this client prefers in any pool.
   size_t shared_hint() const { return shared_slot_; }
   uint64_t last_interaction_ms() const { return last_interaction_ms_; }
@@ -248,6 +251,7 @@ class Client {
     uint8_t sub_kind = 0;
     bool own_conn = false;    // needs a connection of the client's own (pinned or dedicated)
     bool stalls = false;      // may keep the whole upstream busy
+    bool blocks = false;      // may block the client (Pending::blocks)
     bool up_to_date = false;  // WAIT: a newly taken connection runs a command first
     bool writes = false;      // held back by CLIENT PAUSE WRITE (a write, EVAL, PUBLISH, ...)
     protocol::Effect effect = protocol::Effect::kNone;

@@ -431,6 +431,8 @@ void Client::PauseEffect(const Command& cmd, Outgoing* out) {
 void Client::PrepareConnection(const Route& route, const CommandInfo* info, Outgoing* out) {
   if (route.conn == Conn::kDedicated) out->own_conn = true;
   out->stalls = (route.traits & protocol::kTraitStallsServer) != 0;
+  out->blocks = route.conn == Conn::kDedicated && !in_multi_ && info != nullptr &&
+                (info->flags & protocol::kFlagBlocking) != 0;
   out->writes = info != nullptr && ((info->flags & protocol::kFlagWrite) ||
                                     (route.traits & protocol::kTraitMayReplicate));
   if (!out->own_conn && pinned_ == nullptr && out->writes && UpstreamActivity::WritesPaused()) {
@@ -564,6 +566,7 @@ Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
   p->sub_kind = out.sub_kind;
   p->subscribe = out.hook == Hook::kSubscribe && out.own_conn;
   if (out.stalls) p->MarkStalling();
+  p->blocks = out.blocks;
   if (out.writes && target->shared()) p->MarkSharedWrite();
   const std::string_view bytes = out.rewritten.empty() ? RequestBytes(cmd) : out.rewritten;
   if (server_->router().cluster() && target->shared()) {

@@ -223,6 +223,7 @@ std::string Client::FinishHello(const HelloArgs& args) {
   if (args.have_name) {
     if (!ValidClientAttr(args.name)) return std::string(errors::kBadClientName);
     name_ = args.name;
+    if (pinned_ != nullptr) pinned_->SyncName(name_);
   }
   SetProtocol(args.resp);
   const UpstreamInfo& up = server_->upstream_info();
@@ -320,6 +321,7 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
       ReplyLocal(errors::kBadClientName);
     } else {
       name_.assign(cmd.args[2]);
+      if (pinned_ != nullptr) pinned_->SyncName(name_);
       ReplyLocal("+OK\r\n");
     }
   } else if (IEquals(sub, "setinfo") && argc == 4) {
@@ -557,12 +559,21 @@ void Client::ResetClientState() {
 
 std::string Client::InfoLine() const {
   const uint64_t now = server_->NowMs();
+  // Redis's letters, in its order.
   std::string flags;
-  if (in_multi_) flags += 'x';
+  if (monitor_) {
+    flags += 'O';
+  } else if (replica_) {
+    flags += 'S';
+  }
   if (in_pubsub()) flags += 'P';
-  if (monitor_) flags += 'O';
-  if (replica_) flags += 'S';
+  if (in_multi_) flags += 'x';
+  const bool blocked = std::any_of(replies_.begin(), replies_.end(),
+                                   [](const Pending* p) { return p->blocks && p->in_flight; });
+  if (blocked) flags += 'b';
   if (tracking_) flags += 't';
+  if (readonly_) flags += 'r';
+  if (no_evict_) flags += 'e';
   if (flags.empty()) flags = "N";
   const int fd = [&] {
     uv_os_fd_t f = -1;

@@ -149,6 +149,10 @@ class UpstreamConn {
 
   // The client that has this connection pinned, or null.
   Client* owner() const { return owner_; }
+  // Gives the connection the name of the client holding it (CLIENT SETNAME, whose reply is
+  // dropped), so that the upstream's SLOWLOG names the client for what runs on its own
+  // connection. Nothing is sent when the upstream already knows it by that name.
+  void SyncName(std::string_view name);
   // Also tells the PinRegistry which client holds this connection.
   void set_owner(Client* c);
 
@@ -204,6 +208,7 @@ class UpstreamConn {
   std::string close_when_idle_;  // CloseWhenIdle's reason, until it closes
   int64_t redis_client_id_ = 0;
   std::string local_address_;
+  std::string upstream_name_;  // the name the upstream knows this connection by (SyncName)
   bool flush_queued_ = false;
   int open_handles_ = 0;
   std::string last_error_;

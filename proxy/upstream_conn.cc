@@ -469,6 +469,15 @@ void UpstreamConn::set_owner(Client* c) {
   PublishOwner();
 }
 
+void UpstreamConn::SyncName(std::string_view name) {
+  if (name == upstream_name_ || !usable()) return;
+  upstream_name_.assign(name);
+  std::string request;
+  protocol::AppendCommand(&request,
+                          std::initializer_list<std::string_view>{"CLIENT", "SETNAME", name});
+  Send(std::move(request), new Pending);
+}
+
 void UpstreamConn::set_redis_client_id(int64_t id) {
   redis_client_id_ = id;
   PublishOwner();

@@ -91,6 +91,7 @@ UpstreamConn* UpstreamPool::AcquirePinned(Client* owner, uint16_t flavor) {
   }
   if (conn == nullptr) conn = new UpstreamConn(this, UpstreamConn::Kind::kPinned, flavor);
   conn->set_owner(owner);
+  conn->SyncName(owner != nullptr ? std::string_view(owner->name()) : std::string_view());
   conn->in_use_ = true;
   ++pinned_in_use_;
   return conn;

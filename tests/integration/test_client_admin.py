@@ -64,3 +64,40 @@ def test_proxy_recovers_when_its_upstream_connections_are_killed(bp, redis_insta
             pass
         assert raw is None or raw.startswith(b"-ERR upstream unavailable"), raw
         sub.close()
+
+
+def test_client_list_flags_b_while_blocked(bp):
+    # Redis's letters in its order; b while a blocking command waits, as Redis shows it.
+    with bp.raw(timeout=10) as blocked, bp.raw() as admin:
+        blocked_id = blocked.command("CLIENT", "ID")
+        assert blocked.command("CLIENT", "TRACKING", "ON", "BCAST") == b"OK"
+
+        def flags():
+            line = admin.command("CLIENT", "LIST", "ID", str(blocked_id)).decode()
+            return line.split(" flags=")[1].split(" ")[0]
+        assert flags() == "t"
+        blocked.send(cmd("BLPOP", "list", "0"))
+        wait_until(lambda: flags() == "bt", 5, what="flags=bt")
+        assert admin.command("RPUSH", "list", "x") == 1
+        assert blocked.read_reply() == [b"list", b"x"]
+        assert flags() == "t"
+
+
+def test_slowlog_names_the_client_for_its_own_connection(bp, redis_instance):
+    # A command on the client's own upstream connection (a blocking one here) is logged with
+    # the client's name, as Redis logs it; a later client on that connection has its own.
+    with RawConn(redis_instance.port) as direct, bp.raw(timeout=10) as c:
+        assert direct.command("CONFIG", "SET", "slowlog-log-slower-than", "0") == b"OK"
+        assert direct.command("SLOWLOG", "RESET") == b"OK"
+        # (A BLPOP that times out is not logged; one that finds an element is.)
+        assert direct.command("RPUSH", "l", "1", "2", "3") == 3
+        assert c.command("CLIENT", "SETNAME", "named-one") == b"OK"
+        assert c.command("BLPOP", "l", "0") == [b"l", b"1"]
+        assert c.command("CLIENT", "SETNAME", "renamed") == b"OK"
+        assert c.command("BLPOP", "l", "0") == [b"l", b"2"]
+        with bp.raw(timeout=10) as other:
+            assert other.command("BLPOP", "l", "0") == [b"l", b"3"]
+        entries = [e for e in direct.command("SLOWLOG", "GET", "100")
+                   if e[3][:1] in ([b"BLPOP"], [b"blpop"])]
+        assert [e[5] for e in reversed(entries)] == [b"named-one", b"renamed", b""], entries
+        direct.command("CONFIG", "SET", "slowlog-log-slower-than", "10000")
