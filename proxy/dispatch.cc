@@ -197,8 +197,12 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
     Dispatched d = HandleFilterCommand(cmd);
     if (d != Dispatched::kForward) return d;
   }
-  if (route.conn == Conn::kLocal && !(pinned_ != nullptr && (name == "ping" || name == "echo"))) {
-    // (PING and ECHO on a pinned connection are forwarded, in order with its replies.)
+  // PING and ECHO on a pinned connection are forwarded, in order with its replies; and while a
+  // command that may keep the server busy runs (a script, DEBUG SLEEP), so that they get
+  // Redis's -BUSY as they would directly.
+  const bool echoed_upstream = (name == "ping" || name == "echo") &&
+                               (pinned_ != nullptr || UpstreamActivity::StallingCommandRunning());
+  if (route.conn == Conn::kLocal && !echoed_upstream) {
     if (info != nullptr && !protocol::ArityOk(*info, cmd.args.size())) {
       ReplyLocal(errors::WrongArity(cmd.args[0]));
       return Dispatched::kDone;

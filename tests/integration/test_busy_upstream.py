@@ -48,10 +48,10 @@ LOOPS = {
 }
 # What new clients send while the server is busy; Redis answers each with -BUSY (the kill command
 # of the other kind too). Shared, dedicated and planned (DEL/EXPIRE/TYPE on possible filters)
-# routes alike.
+# routes alike; PING and ECHO, which the proxy answers itself otherwise, as well.
 BUSY_PROBES = (("GET", "k"), ("SET", "k", "v"), ("INCR", "n"), ("MGET", "a", "b"),
                ("HSET", "h", "f", "v"), ("DEL", "k"), ("EXPIRE", "k", "100"), ("TYPE", "k"),
-               ("EVAL", "return 1", "0"))
+               ("EVAL", "return 1", "0"), ("PING",), ("ECHO", "e"))
 # Redis answers these with -BUSY too (before even looking up the command); RedisBloom would.
 BF_PROBES = (("BF.ADD", "bf", "a"), ("BF.EXISTS", "bf", "a"))
 
