@@ -272,6 +272,12 @@ class Client {
     std::vector<std::string> args;  // kAtExec: the command the proxy answers at EXEC
     // A BF.* or CMS.* command: its script's answer becomes its reply (filters/multi_command.h).
     std::shared_ptr<const filters::QueuedSketch> sketch;
+    // A hash command run as a script: RESP3's shape of its reply, for a client speaking RESP3
+    // when EXEC runs it (ScriptPairs).
+    uint8_t pairs = 0;
+    // HELLO 2|3, queued upstream as HELLO so that the transaction's connection switches
+    // where Redis's would; the client's reply is still the proxy's (AnswerAtExec).
+    bool hello_upstream = false;
   };
 
   void ProcessInput();
@@ -282,6 +288,9 @@ class Client {
   // dispatch.cc
   Dispatched Dispatch(const protocol::Command& cmd);
   Dispatched DispatchCounted(const protocol::Command& cmd);  // Dispatch, once counted
+  // HGETALL (1: a map) and HRANDFIELD ... WITHVALUES (2: pairs), whose scripts answer a flat
+  // array; 0 for any other command.
+  static uint8_t ScriptPairs(const protocol::Command& cmd);
   // The command's name in lower case (in `buf`; empty when longer), its row in the command
   // table and its subcommand's; sets last_cmd_.
   void LookUp(const protocol::Command& cmd, char (&buf)[32], std::string_view* name,
@@ -437,6 +446,11 @@ class Client {
   // EXEC's reply with the proxy's answers in place and the queued effects applied.
   std::string CompleteExec(Pending* slot, std::string_view frame);
 
+  // HELLO inside MULTI (QueuedEntry::hello_upstream): the request queued upstream, and the
+  // answer at EXEC given the upstream's element.
+  bool QueueHelloUpstream(const protocol::Command& cmd, std::string* request) const;
+  std::string AnswerHelloAtExec(const QueuedEntry& entry, std::string_view upstream,
+                                bool* close_after);
   std::string AnswerAtExec(const QueuedEntry& entry, bool* close_after);
 
   // tunnel.cc
@@ -532,6 +546,9 @@ class Client {
   // Behind a sharding proxy: MULTI was refused, and the commands up to EXEC / DISCARD are
   // refused too, so that nothing meant to run atomically runs on its own.
   bool multi_refused_ = false;
+  // A HELLO was queued in the transaction: the commands after EXEC wait for its reply, which
+  // switches the client's protocol.
+  bool hello_in_transaction_ = false;
   int multi_slot_ = -1;
 
   // Connection state, as the proxy tracks it. Dispatch-time flags route commands; reply-time

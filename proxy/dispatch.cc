@@ -68,11 +68,27 @@ Client::Dispatched Client::Dispatch(const Command& cmd) {
     Pause(kPauseTopology);
     return Dispatched::kRetryLater;
   }
+  if (hello_in_transaction_ && !in_multi_ && inflight_ > 0) {
+    // EXEC (or DISCARD) of a transaction with a HELLO is upstream: its reply sets the protocol
+    // of what follows.
+    Pause(kPauseBarrier);
+    return Dispatched::kRetryLater;
+  }
   // Counted once: a command sent back to wait (kRetryLater) comes through here again.
   ++server_->stats().commands_processed;
   const Dispatched d = DispatchCounted(cmd);
   if (d == Dispatched::kRetryLater) server_->stats().commands_processed.Sub(1);
   return d;
+}
+
+uint8_t Client::ScriptPairs(const Command& cmd) {
+  // A script's table is an array: RESP3's map of HGETALL and pairs of HRANDFIELD come back.
+  if (IEquals(cmd.args[0], "hgetall")) return 1;
+  if (IEquals(cmd.args[0], "hrandfield") && cmd.args.size() == 4 &&
+      IEquals(cmd.args[3], "withvalues")) {
+    return 2;
+  }
+  return 0;
 }
 
 Client::Dispatched Client::DispatchCounted(const Command& cmd) {
@@ -164,16 +180,10 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
     }
   }
   if (!upstream_decides && server_->emulated() != 0 && (route.traits & protocol::kTraitFilterKey)) {
-    if (RewriteKeyCommand(cmd, &out.rewritten) && resp_ == protocol::Resp::k3) {
-      // A script's table is an array: RESP3's map of HGETALL and pairs of HRANDFIELD come back.
-      if (IEquals(cmd.args[0], "hgetall")) {
-        out.hook = Hook::kResp3Pairs;
-        out.arg = 0;
-      } else if (IEquals(cmd.args[0], "hrandfield") && cmd.args.size() == 4 &&
-                 IEquals(cmd.args[3], "withvalues")) {
-        out.hook = Hook::kResp3Pairs;
-        out.arg = 1;
-      }
+    if (RewriteKeyCommand(cmd, &out.rewritten) && resp_ == protocol::Resp::k3 &&
+        ScriptPairs(cmd) != 0) {
+      out.hook = Hook::kResp3Pairs;
+      out.arg = ScriptPairs(cmd) - 1;
     }
   }
   AddCompletionHook(cmd, name, &out);

@@ -56,6 +56,7 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       slot->data.append(frame);
     }
   }
+  if (slot->hook == Hook::kExec || slot->hook == Hook::kDiscard) hello_in_transaction_ = false;
   if ((slot->hook == Hook::kExec || slot->hook == Hook::kDiscard) && !queued_entries_.empty()) {
     const uint64_t done = static_cast<uint64_t>(slot->arg);
     queued_entries_.erase(

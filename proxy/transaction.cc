@@ -71,6 +71,7 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
       RewriteKeyCommand(cmd, &script)) {
     // Queued as the script that acts on whole filters; its reply in EXEC's is the command's.
     request = script;
+    entry.pairs = ScriptPairs(cmd);
   }
   std::string foreign, extra;
   if (server_->router().cluster() && route.in_multi == InMulti::kQueue &&
@@ -82,6 +83,11 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
     if (info != nullptr && RejectMalformed(cmd, *info, sub)) return Dispatched::kDone;
     entry.args.assign(cmd.args.begin(), cmd.args.end());
     request = kPing;
+    if (QueueHelloUpstream(cmd, &script)) {
+      entry.hello_upstream = true;
+      hello_in_transaction_ = true;
+      request = script;
+    }
   } else if (route.in_multi == InMulti::kTrack) {
     // The hook its reply would have outside MULTI, applied to its place in EXEC's reply.
     Outgoing out;
@@ -92,7 +98,7 @@ Client::Dispatched Client::QueueInMulti(const Command& cmd, const Route& route,
   }
   Pending* p = NewUpstreamSlot(pinned_);
   p->queued = true;
-  if (route.in_multi != InMulti::kQueue || entry.sketch != nullptr) {
+  if (route.in_multi != InMulti::kQueue || entry.sketch != nullptr || entry.pairs != 0) {
     entry.id = ++queued_ids_;
     p->hook = Hook::kQueued;
     p->arg = static_cast<int64_t>(entry.id);
@@ -157,8 +163,12 @@ std::string Client::CompleteExec(Pending* slot, std::string_view frame) {
       out.append(element);
     } else if (entry->sketch != nullptr) {
       out += SketchReply(*entry->sketch, element, &server_->decoder(), resp_);
+    } else if (entry->hello_upstream) {
+      out += AnswerHelloAtExec(*entry, element, &close_after);
     } else if (!entry->args.empty()) {
       out += AnswerAtExec(*entry, &close_after);
+    } else if (entry->pairs != 0 && resp_ == protocol::Resp::k3) {
+      out += protocol::PairsToResp3(element, entry->pairs == 2);
     } else {
       ApplyStateReply(entry->hook, entry->arg, entry->sub_kind, element);
       out.append(element);
@@ -167,6 +177,33 @@ std::string Client::CompleteExec(Pending* slot, std::string_view frame) {
   out.append(rest);
   if (close_after) slot->close_after = true;
   return out;
+}
+
+bool Client::QueueHelloUpstream(const Command& cmd, std::string* request) const {
+  // HELLO 2|3 [options]: the upstream switches its side where the transaction has it (a
+  // connection that cannot speak RESP3 gets PING, and the proxy's answer says NOPROTO).
+  if (cmd.args.size() < 2 || !IEquals(cmd.args[0], "hello")) return false;
+  const std::string_view ver = cmd.args[1];
+  if ((ver != "2" && ver != "3") || !UpstreamSpeaksResp3()) return false;
+  protocol::AppendCommand(request, std::initializer_list<std::string_view>{"HELLO", ver});
+  return true;
+}
+
+std::string Client::AnswerHelloAtExec(const QueuedEntry& entry, std::string_view upstream,
+                                      bool* close_after) {
+  const protocol::Resp before = resp_;
+  std::string reply = AnswerAtExec(entry, close_after);
+  if (!reply.empty() && reply[0] == '-' && !upstream.empty() && upstream[0] != '-' &&
+      pinned_ != nullptr) {
+    // The proxy refused it (its AUTH, its SETNAME) where the upstream switched: switch back.
+    std::string hello;
+    protocol::AppendCommand(&hello, std::initializer_list<std::string_view>{
+                                        "HELLO", before == protocol::Resp::k3 ? "3" : "2"});
+    Pending* p = NewUpstreamSlot(pinned_);
+    p->suppress = true;
+    pinned_->Send(hello, p);
+  }
+  return reply;
 }
 
 std::string Client::AnswerAtExec(const QueuedEntry& entry, bool* close_after) {
