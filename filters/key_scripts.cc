@@ -82,9 +82,9 @@ bool ReadOnly(Kind kind) {
          kind == Kind::kDump || kind == Kind::kMemoryUsage || kind == Kind::kObjectTime;
 }
 
-// The commands of one name whose script looks at the name's markers (KEYS: name, filter marker,
-// sketch marker), and those whose script finds the whole structure (KEYS: name; ARGV[1]: its
-// data-key prefix).
+// The commands of one name whose script looks at the name's markers (KEYS: name; ARGV[1],
+// ARGV[2]: filter marker, sketch marker), and those whose script finds the whole structure (KEYS:
+// name; ARGV[1]: its data-key prefix).
 bool TakesMarkers(Kind kind) {
   return kind == Kind::kType || kind == Kind::kEncoding || kind == Kind::kHashRead ||
          kind == Kind::kHashWrite || kind == Kind::kDump;
@@ -119,7 +119,7 @@ std::string_view ScriptOf(Kind kind, const std::vector<std::string_view>& args) 
   }
 }
 
-// The request of a command of one name: EVAL[_RO] <script> <n> <name> [markers] [prefix] [args].
+// The request of a command of one name: EVAL[_RO] <script> 1 <name> [markers] [prefix] [args].
 void AppendOneName(Kind kind, const std::vector<std::string_view>& args,
                    protocol::UpstreamKind upstream, std::string* request) {
   const std::string_view name = NameOf(kind, args);
@@ -129,7 +129,7 @@ void AppendOneName(Kind kind, const std::vector<std::string_view>& args,
   const bool ro = ReadOnly(kind) && upstream != protocol::UpstreamKind::kShardingProxy;
   std::vector<std::string_view> out = {ro ? "EVAL_RO" : "EVAL", ScriptOf(kind, args)};
   if (TakesMarkers(kind)) {
-    out.insert(out.end(), {"3", name, marker, cms_marker});
+    out.insert(out.end(), {"1", name, marker, cms_marker});
   } else {
     out.insert(out.end(), {"1", name, prefix});
   }

@@ -1,7 +1,10 @@
 // The key scripts that only need to know whether a name holds a structure: its markers tell
 // (EXISTS and TYPE touch nothing), and the hash itself is never read. Each takes KEYS[1]: the
-// name; KEYS[2], KEYS[3]: its filter and sketch markers (MarkerKey, CmsMarkerKey); ARGV: the
-// client's command, as sent, unless said otherwise.
+// name; ARGV[1], ARGV[2]: its filter and sketch markers (MarkerKey, CmsMarkerKey), which
+// kMarkersPrologue takes out of ARGV into MK; then ARGV: the client's command, as sent, unless
+// said otherwise. The markers are not KEYS: Redis makes a client with CLIENT TRACKING track
+// every key a script declares, and its invalidations must name only keys the client knows.
+// (COPY keeps its own layout, below.)
 #include <string>
 
 #include "filters/key_scripts.h"
@@ -9,12 +12,16 @@
 namespace bloomproxy::filters {
 namespace {
 
+constexpr std::string_view kMarkersPrologue = R"lua(
+local MK = {table.remove(ARGV, 1), table.remove(ARGV, 1)}
+)lua";
+
 // TYPE. RedisBloom's module type names, "MBbloom--" for a filter and "CMSk-TYPE" for a count-min
 // sketch; else Redis's answer. ARGV: nothing.
 constexpr std::string_view kTypeScript = R"lua(
 local t = redis.call('TYPE', KEYS[1]).ok
-if t == 'hash' and redis.call('EXISTS', KEYS[2]) == 1 then return {ok = 'MBbloom--'} end
-if t == 'hash' and redis.call('EXISTS', KEYS[3]) == 1 then return {ok = 'CMSk-TYPE'} end
+if t == 'hash' and redis.call('EXISTS', MK[1]) == 1 then return {ok = 'MBbloom--'} end
+if t == 'hash' and redis.call('EXISTS', MK[2]) == 1 then return {ok = 'CMSk-TYPE'} end
 return {ok = t}
 )lua";
 
@@ -50,7 +57,7 @@ return {err = 'ERR not supported for this module key'}
 // answer. Touches nothing but what the command itself touches.
 constexpr std::string_view kEncodingScript = R"lua(
 if redis.call('TYPE', KEYS[1]).ok == 'hash' and
-   (redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[3]) == 1) then
+   (redis.call('EXISTS', MK[1]) == 1 or redis.call('EXISTS', MK[2]) == 1) then
   return 'raw'
 end
 return redis.pcall(unpack(ARGV))
@@ -64,19 +71,19 @@ return redis.pcall(unpack(ARGV))
 // module key, changing nothing. On anything else the command runs as sent, its reply or error
 // Redis's own.
 constexpr std::string_view kHashCheck = R"lua(
-if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then)lua";
+if redis.call('EXISTS', MK[1], MK[2]) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then)lua";
 
 // Both checks go on with this: the command runs on the structure's marker.
 constexpr std::string_view kHashOnMarker = R"lua(
-  if redis.call('TYPE', KEYS[2]).ok == 'string' then ARGV[2] = KEYS[2]
-  elseif redis.call('TYPE', KEYS[3]).ok == 'string' then ARGV[2] = KEYS[3]
+  if redis.call('TYPE', MK[1]).ok == 'string' then ARGV[2] = MK[1]
+  elseif redis.call('TYPE', MK[2]).ok == 'string' then ARGV[2] = MK[2]
   else return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'} end
 end
 )lua";
 
 // The same for a command that writes: kMarkedFunction (key_scripts.h) comes before it.
 constexpr std::string_view kHashWriteCheck = R"lua(
-if (marked(KEYS[2]) or marked(KEYS[3])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then)lua";
+if (marked(MK[1]) or marked(MK[2])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then)lua";
 
 constexpr std::string_view kHashRun = R"lua(
 return redis.pcall(unpack(ARGV))
@@ -117,7 +124,7 @@ return joined
 // DUMP. A structure is refused (kDumpRefused, spliced in below); anything else gets Redis's
 // answer. Touches nothing of a structure.
 constexpr std::string_view kDumpHead = R"lua(
-if redis.call('EXISTS', KEYS[2], KEYS[3]) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then
+if redis.call('EXISTS', MK[1], MK[2]) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then
   return {err = ')lua";
 constexpr std::string_view kDumpTail = R"lua('}
 end
@@ -126,12 +133,18 @@ return redis.pcall(unpack(ARGV))
 
 }  // namespace
 
-std::string_view TypeScript() { return kTypeScript; }
+std::string_view TypeScript() {
+  static const std::string text = std::string(kMarkersPrologue) + std::string(kTypeScript);
+  return text;
+}
 std::string_view CopyScript() {
   static const std::string text = std::string(kMarkedFunction) + std::string(kCopyCheck);
   return text;
 }
-std::string_view EncodingScript() { return kEncodingScript; }
+std::string_view EncodingScript() {
+  static const std::string text = std::string(kMarkersPrologue) + std::string(kEncodingScript);
+  return text;
+}
 
 namespace {
 
@@ -139,7 +152,7 @@ namespace {
 std::string HashCommandScript(bool writes, std::string_view run) {
   const std::string check = writes ? std::string(kMarkedFunction) + std::string(kHashWriteCheck)
                                    : std::string(kHashCheck);
-  return check + std::string(kHashOnMarker) + std::string(run);
+  return std::string(kMarkersPrologue) + check + std::string(kHashOnMarker) + std::string(run);
 }
 
 }  // namespace
@@ -162,8 +175,8 @@ std::string_view HashInPartsScript(bool writes) {
 }
 
 std::string_view DumpScript() {
-  static const std::string text =
-      std::string(kDumpHead) + std::string(kDumpRefused) + std::string(kDumpTail);
+  static const std::string text = std::string(kMarkersPrologue) + std::string(kDumpHead) +
+                                  std::string(kDumpRefused) + std::string(kDumpTail);
   return text;
 }
 

@@ -465,7 +465,6 @@ def test_getredir_and_trackinginfo_name_the_proxy_client(rp):
         assert b"$8\r\nredirect\r\n:0\r\n" in t.call("CLIENT", "TRACKINGINFO")
 
 
-@pytest.mark.xfail(strict=True, reason="invalidations of filters name internal keys")
 def test_invalidations_never_name_internal_keys(rp):
     # A name read with GET or HGET (a hash command runs in a script that looks at the name's
     # markers) is the only key the client hears about when a filter is then made on it.
