@@ -12,6 +12,7 @@
 #pragma once
 
 #include <uv.h>
+#include <chrono>
 
 #include <cstdint>
 #include <deque>
@@ -44,41 +45,43 @@ class UpstreamPool;
 // What the client must learn from a reply besides forwarding it.
 enum class Hook : uint8_t {
   kNone,
-  kInfo,           // INFO: cluster_enabled:1, and (`arg` 1) the "# Proxy" section appended
-  kSelect,         // +OK: the connection's db is now `arg`
-  kMulti,          // +OK: in a transaction (the commands queued from now on are counted)
-  kExec,           // EXEC: the transaction and the watches are over; the proxy's answers and the
-                   // effects of queued commands are taken from its reply (transaction.cc);
-                   // `arg`: the transaction (multi_seq_)
-  kDiscard,        // DISCARD: the transaction and the watches are over (`arg` as for kExec)
-  kWatch,          // +OK: watching keys
-  kUnwatch,        // +OK: no longer watching
-  kSubscribe,      // (p|s)(un)subscribe: each frame carries the new subscription count
-  kMonitor,        // +OK: every later "+<timestamp> ..." frame is monitor output
-  kTracking,       // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
-  kNoEvict,        // +OK: CLIENT NO-EVICT is now `arg`
-  kReadonly,       // +OK: READONLY (`arg` 1) or READWRITE (0)
-  kAsking,         // +OK: the next command is ASKING's
-  kPause,          // +OK: CLIENT PAUSE for `arg` ms (sub_kind 1: writes only)
-  kUnpause,        // +OK: CLIENT UNPAUSE
-  kQueued,         // +QUEUED of a command the proxy follows inside MULTI (`arg`: its entry)
-  kReset,          // +RESET of a RESET sent upstream (monitor, pub/sub): the client is reset
-  kAuthUpstream,   // internal: the proxy's own AUTH on a new upstream connection
-  kHelloUpstream,  // internal: HELLO 3 on a new upstream connection of a RESP3 flavor
-  kServerInfo,     // internal: INFO server/replication, to learn version, mode and role
-  kUpstreamId,     // internal: CLIENT ID of a pinned connection (Unix socket upstream)
-  kProbe,          // internal: the stall check's PING (UpstreamPool::CheckTimeouts)
-  kCommandAll,     // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
-  kCommandCount,   // COMMAND COUNT: plus the BF.* commands
-  kCommandInfo,    // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
-  kHideKeys,       // KEYS (`arg` 0) or SCAN (1): filters' and sketches' internal keys taken out
-  kClusterSlots,   // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
-  kClientAuth,     // auth-mode upstream: a client's AUTH (`arg` 0) or HELLO AUTH (1, then HELLO
-                   // is answered here): +OK logs the client in as the pending user
-  kResp3Pairs,     // a hash command run in a script, for a RESP3 client: the flat array of field
-                   // and value is a map (`arg` 0, HGETALL) or an array of pairs (1, HRANDFIELD
-                   // WITHVALUES), as Redis answers RESP3
-  kTrackingInfo,   // CLIENT TRACKINGINFO: the redirect field names the proxy's client id
+  kInfo,              // INFO: cluster_enabled:1, and (`arg` 1) the "# Proxy" section appended
+  kSelect,            // +OK: the connection's db is now `arg`
+  kMulti,             // +OK: in a transaction (the commands queued from now on are counted)
+  kExec,              // EXEC: the transaction and the watches are over; the proxy's answers and the
+                      // effects of queued commands are taken from its reply (transaction.cc);
+                      // `arg`: the transaction (multi_seq_)
+  kDiscard,           // DISCARD: the transaction and the watches are over (`arg` as for kExec)
+  kWatch,             // +OK: watching keys
+  kUnwatch,           // +OK: no longer watching
+  kSubscribe,         // (p|s)(un)subscribe: each frame carries the new subscription count
+  kMonitor,           // +OK: every later "+<timestamp> ..." frame is monitor output
+  kTracking,          // +OK: CLIENT TRACKING is now `arg` (1 on, 0 off)
+  kNoEvict,           // +OK: CLIENT NO-EVICT is now `arg`
+  kReadonly,          // +OK: READONLY (`arg` 1) or READWRITE (0)
+  kAsking,            // +OK: the next command is ASKING's
+  kPause,             // +OK: CLIENT PAUSE for `arg` ms (sub_kind 1: writes only)
+  kUnpause,           // +OK: CLIENT UNPAUSE
+  kQueued,            // +QUEUED of a command the proxy follows inside MULTI (`arg`: its entry)
+  kReset,             // +RESET of a RESET sent upstream (monitor, pub/sub): the client is reset
+  kAuthUpstream,      // internal: the proxy's own AUTH on a new upstream connection
+  kHelloUpstream,     // internal: HELLO 3 on a new upstream connection of a RESP3 flavor
+  kServerInfo,        // internal: INFO server/replication, to learn version, mode and role
+  kUpstreamId,        // internal: CLIENT ID of a pinned connection (Unix socket upstream)
+  kProbe,             // internal: the stall check's PING (UpstreamPool::CheckTimeouts)
+  kCommandAll,        // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
+  kCommandCount,      // COMMAND COUNT: plus the BF.* commands
+  kCommandInfo,       // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
+  kHideKeys,          // KEYS (`arg` 0) or SCAN (1): filters' and sketches' internal keys taken out
+  kClusterSlots,      // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
+  kClientAuth,        // auth-mode upstream: a client's AUTH (`arg` 0) or HELLO AUTH (1, then HELLO
+                      // is answered here): +OK logs the client in as the pending user
+  kResp3Pairs,        // a hash command run in a script, for a RESP3 client: the flat array of field
+                      // and value is a map (`arg` 0, HGETALL) or an array of pairs (1, HRANDFIELD
+                      // WITHVALUES), as Redis answers RESP3
+  kTrackingInfo,      // CLIENT TRACKINGINFO: the redirect field names the proxy's client id
+  kLatencyHistogram,  // LATENCY HISTOGRAM: the proxy's own commands joined (latency_asks_)
+  kResetStat,         // +OK of CONFIG RESETSTAT: the proxy's own latencies are cleared too
 };
 
 // A reply slot. It sits in its client's FIFO and, while its command is upstream, in that
@@ -309,6 +312,9 @@ class Client {
   Dispatched RouteCommand(const protocol::Command& cmd, const protocol::CommandInfo* info,
                           const protocol::CommandInfo* sub, std::string_view name);
   // BF.* commands, commands the proxy answers, and tunnels; kForward for the rest.
+  // A command answered here took `took` (LATENCY HISTOGRAM, proxy/local_latency.h).
+  void RecordLocalLatency(const protocol::Command& cmd, const protocol::CommandInfo* info,
+                          std::string_view name, std::chrono::steady_clock::duration took);
   Dispatched HandleHere(const protocol::Command& cmd, const protocol::Route& route,
                         const protocol::CommandInfo* info, std::string_view name);
   // INFO gets the proxy's section, COMMAND the BF.* entries.
@@ -549,6 +555,8 @@ class Client {
   // A HELLO was queued in the transaction: the commands after EXEC wait for its reply, which
   // switches the client's protocol.
   bool hello_in_transaction_ = false;
+  // The arguments of each LATENCY HISTOGRAM in flight (kLatencyHistogram), in order.
+  std::deque<std::vector<std::string>> latency_asks_;
   int multi_slot_ = -1;
 
   // Connection state, as the proxy tracks it. Dispatch-time flags route commands; reply-time

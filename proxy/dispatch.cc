@@ -2,6 +2,7 @@
 // (protocol/command_routes.inc): answered here, queued in a transaction, turned into a plan on
 // filters, a tunnel, or sent upstream on the connection its effect on connection state needs.
 #include <cctype>
+#include <chrono>
 
 #include "filters/watch_plan.h"
 #include "protocol/encoder.h"
@@ -10,6 +11,7 @@
 #include "proxy/activity.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
+#include "proxy/local_latency.h"
 #include "proxy/log.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
@@ -223,12 +225,28 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
       Pause(kPauseBarrier);
       return Dispatched::kRetryLater;
     }
+    const auto start = std::chrono::steady_clock::now();
     Dispatched d = HandleLocal(cmd, name);
-    if (d != Dispatched::kForward) return d;
+    if (d != Dispatched::kForward) {
+      RecordLocalLatency(cmd, info, name, std::chrono::steady_clock::now() - start);
+      return d;
+    }
   }
   if (RefusedByShardingProxy(cmd, route)) return Dispatched::kDone;
   if (route.conn == Conn::kTunnel) return EnterTunnel(cmd);
   return Dispatched::kForward;
+}
+
+void Client::RecordLocalLatency(const Command& cmd, const CommandInfo* info, std::string_view name,
+                                std::chrono::steady_clock::duration took) {
+  // Redis's name for it: "client|id" for a subcommand.
+  const CommandInfo* sub =
+      info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1
+          ? protocol::LookupSubcommand(*info, cmd.args[1])
+          : nullptr;
+  LocalLatency::Record(
+      sub != nullptr ? sub->name : name,
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
 }
 
 void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoing* out) {
@@ -243,6 +261,15 @@ void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoi
   }
   if (name == "client" && cmd.args.size() == 2 && IEquals(cmd.args[1], "trackinginfo")) {
     out->hook = Hook::kTrackingInfo;
+    return;
+  }
+  if (name == "latency" && cmd.args.size() >= 2 && IEquals(cmd.args[1], "histogram")) {
+    out->hook = Hook::kLatencyHistogram;
+    latency_asks_.emplace_back(cmd.args.begin() + 2, cmd.args.end());
+    return;
+  }
+  if (name == "config" && cmd.args.size() == 2 && IEquals(cmd.args[1], "resetstat")) {
+    out->hook = Hook::kResetStat;
     return;
   }
   if (name != "command" || server_->emulated() == 0) return;

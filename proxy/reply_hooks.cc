@@ -6,11 +6,13 @@
 
 #include "protocol/encoder.h"
 #include "protocol/internal_keys.h"
+#include "protocol/latency_histogram.h"
 #include "protocol/reply_framer.h"
 #include "protocol/request_parser.h"
 #include "protocol/resp3.h"
 #include "proxy/activity.h"
 #include "proxy/client.h"
+#include "proxy/local_latency.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
@@ -42,6 +44,11 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       slot->data.append(FillBfCommandInfo(slot->arg, frame));
     } else if (slot->hook == Hook::kClientAuth && !is_error) {
       slot->data.append(LoggedInUpstream(slot->arg));
+    } else if (slot->hook == Hook::kLatencyHistogram && !latency_asks_.empty()) {
+      const std::vector<std::string> asks = std::move(latency_asks_.front());
+      latency_asks_.pop_front();
+      slot->data.append(protocol::MergeLatencyHistogram(
+          frame, LocalLatency::Snapshot(), {asks.begin(), asks.end()}, resp_, &server_->decoder()));
     } else if (slot->hook == Hook::kTrackingInfo && !is_error) {
       slot->data.append(WithProxyRedirect(frame));
     } else if (slot->hook == Hook::kResp3Pairs && !is_error) {
@@ -211,6 +218,9 @@ void Client::ApplyHook(Pending* slot, std::string_view frame) {
     case Hook::kReset:
       // The upstream reset the connection: no state is left on it.
       if (frame == "+RESET\r\n") ResetClientState();
+      break;
+    case Hook::kResetStat:
+      if (ok) LocalLatency::Reset();
       break;
     default:
       ApplyStateReply(slot->hook, slot->arg, slot->sub_kind, frame);

@@ -287,3 +287,32 @@ def test_info_section_argument_is_forwarded(bp, redis_instance):
         text = c.command("INFO", "keyspace").decode()
     assert "# Keyspace" in text
     assert "# Memory" not in text
+
+
+def test_latency_histogram_counts_commands_answered_here(bp, redis_instance):
+    # As Redis's unit/latency-monitor checks it: CLIENT ID and CLIENT LIST (answered by the
+    # proxy) are listed under "client", one call each; CONFIG RESETSTAT clears them.
+    with bp.raw() as c:
+        assert c.command("CONFIG", "RESETSTAT") == b"OK"
+        c.command("CLIENT", "ID")
+        c.command("CLIENT", "LIST")
+        c.command("SET", "k", "v")
+
+        def histogram(*names):
+            reply = c.command("LATENCY", "HISTOGRAM", *names)
+            return {reply[i]: reply[i + 1] for i in range(0, len(reply), 2)}
+        got = histogram("client")
+        assert sorted(got) == [b"client|id", b"client|list"], got
+        for entry in got.values():
+            assert entry[:3] == [b"calls", 1, b"histogram_usec"] and entry[3][1] == 1, entry
+        assert sorted(histogram("client|id", "set")) == [b"client|id", b"set"]
+        assert {b"client|id", b"client|list", b"set"} <= set(histogram())
+        assert c.command("CONFIG", "RESETSTAT") == b"OK"
+        assert histogram("client") == {}
+        # RESP3: maps, as Redis answers.
+        c.send(cmd("HELLO", "3"))
+        c.read_reply_raw()
+        c.command("CLIENT", "ID")
+        c.send(cmd("LATENCY", "HISTOGRAM", "client|id"))
+        raw = c.read_reply_raw()
+        assert raw.startswith(b"%1\r\n$9\r\nclient|id\r\n%2\r\n$5\r\ncalls\r\n:1\r\n"), raw
