@@ -151,9 +151,13 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
       route.effect != Effect::kWatch) {
     return QueueInMulti(cmd, route, info, sub);
   }
-  // In pub/sub mode and while monitoring the upstream decides what a command means (allowed,
-  // or rejected with Redis's own error), so everything goes to the pinned connection.
-  const bool upstream_decides = pinned_ != nullptr && (in_pubsub() || subscribing_ > 0 || monitor_);
+  // In RESP2's pub/sub mode and while monitoring the upstream decides what a command means
+  // (allowed, or rejected with Redis's own error), so everything goes to the pinned connection.
+  // In RESP3 every command is allowed in pub/sub mode: each is what it is outside it (CLIENT
+  // REPLY answered here, as Redis would not answer it on the connection).
+  const bool upstream_decides =
+      pinned_ != nullptr &&
+      ((resp_ == protocol::Resp::k2 && (in_pubsub() || subscribing_ > 0)) || monitor_);
   if (upstream_decides && !monitor_ && inflight_ > 0 && route.effect != Effect::kSubscribe &&
       route.effect != Effect::kUnsubscribe && name != "ping") {
     // An UNSUBSCRIBE in flight may end pub/sub mode before this command runs upstream, and

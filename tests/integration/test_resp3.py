@@ -325,6 +325,27 @@ def test_pubsub_messages_are_pushes_in_order(rp, debug_redis):
     assert got[2] == b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n+OK\r\n+PONG\r\n"
 
 
+def test_resp3_subscriber_with_client_reply_off(rp, debug_redis):
+    # RESP3 allows every command in pub/sub mode; CLIENT REPLY OFF there silences replies but
+    # not pushes (Redis's unit/pubsub "PubSub messages with CLIENT REPLY OFF").
+    def run(port):
+        with connect(port) as sub, connect(port) as pub:
+            sub.send(cmd("CLIENT", "REPLY", "OFF") + cmd("SUBSCRIBE", "channel"))
+            got = [sub.read_reply_raw()]
+            sub.send(cmd("PSUBSCRIBE", "ch*") + cmd("CLIENT", "REPLY", "OFF") + cmd("GET", "x"))
+            got.append(sub.read_reply_raw())
+            got.append(pub.call("PUBLISH", "channel", "hello"))
+            got += [sub.read_reply_raw(), sub.read_reply_raw()]
+            sub.send(cmd("UNSUBSCRIBE", "channel") + cmd("CLIENT", "REPLY", "ON") + cmd("GET", "x"))
+            got += [sub.read_reply_raw() for _ in range(3)]
+            return got
+    flushall(debug_redis)
+    want = run(debug_redis.port)
+    got = run(rp.port)
+    assert got == want
+    assert want[-2:] == [b"+OK\r\n", b"_\r\n"], want
+
+
 def test_resp3_subscriber_keeps_its_connection(rp, debug_redis):
     """A subscriber's upstream connection is its own while it is subscribed, and afterwards no
     other client's: nobody else ever gets its messages."""
