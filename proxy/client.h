@@ -454,6 +454,8 @@ class Client {
 
   // HELLO inside MULTI (QueuedEntry::hello_upstream): the request queued upstream, and the
   // answer at EXEC given the upstream's element.
+  // HELLO 2|3 on the pinned connection, its reply dropped.
+  void SwitchPinnedProtocol(protocol::Resp resp);
   bool QueueHelloUpstream(const protocol::Command& cmd, std::string* request) const;
   std::string AnswerHelloAtExec(const QueuedEntry& entry, std::string_view upstream,
                                 bool* close_after);

@@ -293,14 +293,18 @@ void Client::SetProtocol(protocol::Resp resp) {
   if (pinned_ != nullptr) {
     // The state on the client's own connection stays: that connection switches too (its
     // reply is the client's HELLO's, answered here), and is not reused by another flavor.
-    std::string hello;
-    protocol::AppendCommand(&hello, std::initializer_list<std::string_view>{
-                                        "HELLO", resp == protocol::Resp::k3 ? "3" : "2"});
-    Pending* p = NewUpstreamSlot(pinned_);
-    p->suppress = true;
-    pinned_->Send(hello, p);
+    SwitchPinnedProtocol(resp);
     pinned_->mark_dirty();
   }
+}
+
+void Client::SwitchPinnedProtocol(protocol::Resp resp) {
+  std::string hello;
+  protocol::AppendCommand(&hello, std::initializer_list<std::string_view>{
+                                      "HELLO", resp == protocol::Resp::k3 ? "3" : "2"});
+  Pending* p = NewUpstreamSlot(pinned_);
+  p->suppress = true;
+  pinned_->Send(hello, p);
 }
 
 Client::Dispatched Client::HandleClient(const Command& cmd) {

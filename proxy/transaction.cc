@@ -196,12 +196,7 @@ std::string Client::AnswerHelloAtExec(const QueuedEntry& entry, std::string_view
   if (!reply.empty() && reply[0] == '-' && !upstream.empty() && upstream[0] != '-' &&
       pinned_ != nullptr) {
     // The proxy refused it (its AUTH, its SETNAME) where the upstream switched: switch back.
-    std::string hello;
-    protocol::AppendCommand(&hello, std::initializer_list<std::string_view>{
-                                        "HELLO", before == protocol::Resp::k3 ? "3" : "2"});
-    Pending* p = NewUpstreamSlot(pinned_);
-    p->suppress = true;
-    pinned_->Send(hello, p);
+    SwitchPinnedProtocol(before);
   }
   return reply;
 }
