@@ -113,10 +113,12 @@ std::string MergeLatencyHistogram(std::string_view frame, const LatencyTable& lo
   const ReplyPtr r = decoder->Decode(frame);
   if (!ReadEntries(r.get(), &entries)) return std::string(frame);
   bool joined = false;
-  for (const auto& [name, counts] : local) {
+  for (const auto& entry : local) {
+    const std::string& name = entry.first;
+    const LatencyCounts& counts = entry.second;
     if (counts.calls == 0 || !LatencyHistogramAsks(names, name)) continue;
     auto it = std::find_if(entries.begin(), entries.end(),
-                           [&](const Entry& e) { return e.name == name; });
+                           [&name](const Entry& e) { return e.name == name; });
     if (it == entries.end()) it = entries.insert(entries.end(), Entry{name, 0, {}});
     it->calls += counts.calls;
     for (size_t b = 0; b < LatencyCounts::kBuckets; ++b) {
