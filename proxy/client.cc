@@ -374,12 +374,12 @@ size_t Client::MaxInFlight() const {
 bool Client::NeedsPin() const {
   return in_multi_ || watching_ || monitor_ || tracking_ || db_ != 0 || in_pubsub() ||
          subscribing_ > 0 || no_evict_ || readonly_ || asking_ || tunnel_ || replica_handshake_ ||
-         unknown_state_;
+         unknown_state_ || redirect_target_;
 }
 
 void Client::ClearConnectionState() {
   in_multi_ = watching_ = monitor_ = tracking_ = no_evict_ = readonly_ = asking_ = false;
-  replica_handshake_ = unknown_state_ = false;
+  replica_handshake_ = unknown_state_ = redirect_target_ = false;
   db_ = channels_ = patterns_ = shard_channels_ = 0;
   subscribing_ = 0;
   queued_ = 0;
@@ -462,7 +462,7 @@ void Client::OnWrite(uv_write_t* req, int status) {
   }
 }
 
-void Client::Pause(uint8_t reason) {
+void Client::Pause(uint16_t reason) {
   paused_ |= reason;
   if (reading_) {
     uv_read_stop(stream());
@@ -470,8 +470,8 @@ void Client::Pause(uint8_t reason) {
   }
 }
 
-void Client::Resume(uint8_t reason) {
-  paused_ &= static_cast<uint8_t>(~reason);
+void Client::Resume(uint16_t reason) {
+  paused_ &= static_cast<uint16_t>(~reason);
   // Inside ProcessInput (a plan that finished at once) the loop there carries on by itself.
   if (paused_ != 0 || closing_ || processing_) return;
   ProcessInput();

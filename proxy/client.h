@@ -225,14 +225,15 @@ class Client {
   static void OnClose(uv_handle_t* h);
 
   // Why reading is paused (bits of paused_).
-  static constexpr uint8_t kPauseBarrier = 1;       // replies awaited before switching connection
-  static constexpr uint8_t kPauseBackpressure = 2;  // too many commands upstream
-  static constexpr uint8_t kPauseClosing = 4;       // QUIT, protocol error or shutdown
-  static constexpr uint8_t kPausePlan = 8;          // a plan runs: its steps come first
-  static constexpr uint8_t kPauseOutput = 16;       // too much output the client has not read
-  static constexpr uint8_t kPauseTunnel = 32;       // the tunnel's upstream side is backed up
-  static constexpr uint8_t kPauseDrain = 64;        // CLIENT PAUSE WRITE waits for shared writes
-  static constexpr uint8_t kPauseTopology = 128;    // the cluster's slot map is not read yet
+  static constexpr uint16_t kPauseBarrier = 1;       // replies awaited before switching connection
+  static constexpr uint16_t kPauseBackpressure = 2;  // too many commands upstream
+  static constexpr uint16_t kPauseClosing = 4;       // QUIT, protocol error or shutdown
+  static constexpr uint16_t kPausePlan = 8;          // a plan runs: its steps come first
+  static constexpr uint16_t kPauseOutput = 16;       // too much output the client has not read
+  static constexpr uint16_t kPauseTunnel = 32;       // the tunnel's upstream side is backed up
+  static constexpr uint16_t kPauseDrain = 64;        // CLIENT PAUSE WRITE waits for shared writes
+  static constexpr uint16_t kPauseTopology = 128;    // the cluster's slot map is not read yet
+  static constexpr uint16_t kPauseRedirect = 256;    // a REDIRECT target's connection opens
 
   // A client may have this many commands upstream before the proxy stops reading from it;
   // replies keep flowing meanwhile, so a client that writes a long pipeline before reading
@@ -430,6 +431,12 @@ class Client {
   // CLIENT UNBLOCK and CLIENT TRACKING ... REDIRECT name a proxy client: the upstream knows it
   // by its own connection's id (looked up when not known yet, proxy/upstream_id_plan.h).
   Dispatched SendWithUpstreamId(const protocol::Command& cmd, size_t id_arg, Outgoing& out);
+  // This client is named by another's CLIENT TRACKING ... REDIRECT: it takes a connection of
+  // its own (kept while it lives), to which Redis can send the invalidations. False when it
+  // cannot (a cluster, the upstream unreachable).
+  bool HoldConnectionForRedirects();
+  // Named for REDIRECT: the pause waits for its connection (kPauseRedirect).
+  void ResumeRedirect() { Resume(kPauseRedirect); }
 
   // reply_hooks.cc
   void ApplyHook(Pending* slot, std::string_view frame);
@@ -519,8 +526,8 @@ class Client {
   void ClearConnectionState();
 
   void MarkDirty();
-  void Pause(uint8_t reason);
-  void Resume(uint8_t reason);
+  void Pause(uint16_t reason);
+  void Resume(uint16_t reason);
 
   Server* server_;
   const uint64_t id_;
@@ -557,6 +564,11 @@ class Client {
   // A HELLO was queued in the transaction: the commands after EXEC wait for its reply, which
   // switches the client's protocol.
   bool hello_in_transaction_ = false;
+  // Holds a connection because another client redirects its invalidations here.
+  bool redirect_target_ = false;
+  // The client a REDIRECT of this one waited for (kPauseRedirect): asked to hold a connection
+  // once per command.
+  uint64_t redirect_waited_ = 0;
   // The arguments of each LATENCY HISTOGRAM in flight (kLatencyHistogram), in order.
   std::deque<std::vector<std::string>> latency_asks_;
   int multi_slot_ = -1;
@@ -611,7 +623,7 @@ class Client {
   std::unique_ptr<TlsSession> tls_;  // tls-port clients
   uint64_t last_interaction_ms_ = 0;
 
-  uint8_t paused_ = 0;  // kPause* bits
+  uint16_t paused_ = 0;  // kPause* bits
   bool reading_ = false;
   bool closing_ = false;
   bool close_when_drained_ = false;

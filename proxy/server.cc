@@ -445,4 +445,14 @@ std::string Server::ProxySection() const {
   return s;
 }
 
+void Server::WakeRedirectWaiters() {
+  if (redirect_waiters_.empty()) return;
+  std::vector<uint64_t> waiters;
+  waiters.swap(redirect_waiters_);
+  for (uint64_t id : waiters) {
+    auto it = clients_.find(id);
+    if (it != clients_.end()) it->second->ResumeRedirect();
+  }
+}
+
 }  // namespace bloomproxy::proxy

@@ -89,6 +89,10 @@ class Server {
   const ConnFlavor& flavor(uint16_t id) const { return flavors_[id]; }
   size_t client_count() const { return clients_.size(); }
   const std::unordered_map<uint64_t, Client*>& clients() const { return clients_; }
+  // Clients whose CLIENT TRACKING ... REDIRECT waits for its target's connection to open
+  // (Client::HoldConnectionForRedirects); woken when a pinned connection opens or closes.
+  void WaitForRedirectTarget(uint64_t client_id) { redirect_waiters_.push_back(client_id); }
+  void WakeRedirectWaiters();
   std::string ProxySection() const;
   // The upstream as configured (the seeds of a cluster), for logs and messages.
   std::string UpstreamText() const;
@@ -199,6 +203,7 @@ class Server {
 
   std::unordered_map<uint64_t, Client*> clients_;
   std::vector<Client*> dirty_clients_;
+  std::vector<uint64_t> redirect_waiters_;
   std::vector<UpstreamConn*> dirty_upstreams_;
   uint64_t upstream_ids_ = 0;
   uint64_t started_ms_ = 0;

@@ -484,7 +484,9 @@ void UpstreamConn::set_redis_client_id(int64_t id) {
 }
 
 void UpstreamConn::PublishOwner() {
-  if (owner_ != nullptr) PinRegistry::Set(owner_->id(), {local_address_, redis_client_id_});
+  if (owner_ == nullptr) return;
+  PinRegistry::Set(owner_->id(), {local_address_, redis_client_id_});
+  if (!local_address_.empty() || redis_client_id_ > 0) server_->WakeRedirectWaiters();
 }
 
 void UpstreamConn::CloseWhenIdle(const std::string& reason) {
@@ -556,6 +558,7 @@ void UpstreamConn::Close(const std::string& reason) {
     owner_ = nullptr;
     PinRegistry::Clear(owner->id());
     owner->OnPinLost();
+    server_->WakeRedirectWaiters();
   }
   // On a cluster, the node's slots cannot be served until the cluster fails over: Redis's own
   // word for that.

@@ -5,6 +5,7 @@
 #include "protocol/encoder.h"
 #include "protocol/request_parser.h"
 #include "proxy/client.h"
+#include "proxy/cluster_router.h"
 #include "proxy/pin_registry.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
@@ -61,6 +62,18 @@ int64_t UpstreamIdPlan::FindId(std::string_view list, std::string_view address) 
 // ---------------------------------------------------------------------------------------------
 // The client's side: CLIENT UNBLOCK and CLIENT TRACKING ... REDIRECT.
 
+bool Client::HoldConnectionForRedirects() {
+  if (pinned_ == nullptr) {
+    if (server_->router().cluster() || closing_) return false;
+    UpstreamPool* pool = server_->router().masters().front();
+    if (pool->Shared(&shared_slot_, flavor_) == nullptr || !pool->Reachable()) return false;
+    // Its later commands go there too, after the ones in flight (TargetFor).
+    pinned_ = pool->AcquirePinned(this, flavor_);
+  }
+  redirect_target_ = true;
+  return true;
+}
+
 Client::Dispatched Client::SendWithUpstreamId(const protocol::Command& cmd, size_t id_arg,
                                               Outgoing& out) {
   int64_t id = 0;
@@ -68,7 +81,25 @@ Client::Dispatched Client::SendWithUpstreamId(const protocol::Command& cmd, size
   // The named client's own connection, on whichever loop it lives (a client without one
   // cannot be blocked, and cannot receive invalidations).
   PinRegistry::Entry named;
-  const bool holds = id > 0 && PinRegistry::Find(static_cast<uint64_t>(id), &named);
+  bool holds = id > 0 && PinRegistry::Find(static_cast<uint64_t>(id), &named);
+  if (out.effect != protocol::Effect::kUnblock && id > 0) {
+    // A REDIRECT target without a connection of its own (Redis sends invalidations to the
+    // target's connection) gets one, and the command waits until it is open: once.
+    const auto target = static_cast<uint64_t>(id);
+    if (!holds && redirect_waited_ != target) {
+      auto it = server_->clients().find(target);
+      if (it != server_->clients().end() && it->second->HoldConnectionForRedirects()) {
+        holds = PinRegistry::Find(target, &named);
+      }
+    }
+    if (holds && named.address.empty() && named.upstream_id <= 0 && redirect_waited_ != target) {
+      redirect_waited_ = target;
+      server_->WaitForRedirectTarget(id_);
+      Pause(kPauseRedirect);
+      return Dispatched::kRetryLater;
+    }
+    redirect_waited_ = 0;
+  }
   if (out.effect != protocol::Effect::kUnblock) {
     pending_redirect_ = holds ? static_cast<uint64_t>(id) : 0;
   }
