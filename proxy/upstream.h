@@ -151,7 +151,8 @@ class UpstreamConn {
   Client* owner() const { return owner_; }
   // Gives the connection the name of the client holding it (CLIENT SETNAME, whose reply is
   // dropped), so that the upstream's SLOWLOG names the client for what runs on its own
-  // connection. Nothing is sent when the upstream already knows it by that name.
+  // connection. Nothing is sent when the upstream already knows it by that name, nor to a
+  // sharding proxy.
   void SyncName(std::string_view name);
   // Also tells the PinRegistry which client holds this connection.
   void set_owner(Client* c);

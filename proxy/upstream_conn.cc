@@ -470,7 +470,8 @@ void UpstreamConn::set_owner(Client* c) {
 }
 
 void UpstreamConn::SyncName(std::string_view name) {
-  if (name == upstream_name_ || !usable()) return;
+  // A sharding proxy has no CLIENT command (twemproxy closes the connection on it).
+  if (name == upstream_name_ || !usable() || server_->sharding_proxy()) return;
   upstream_name_.assign(name);
   std::string request;
   protocol::AppendCommand(&request,
