@@ -363,8 +363,12 @@ size_t Client::MaxInFlight() const {
   // that grows by one per reply (a pipeline of small replies soon runs at kMaxInFlight), and
   // with big replies fewer commands go upstream at once, sized by the largest recent reply,
   // so that the buffered replies stay near client-output-pause.
-  const size_t by_size = static_cast<size_t>(server_->options().client_output_pause) /
-                         std::max<size_t>(reply_peak_, 1);
+  // What the output buffer already holds counts too: a client that stops reading gets fewer
+  // commands upstream as its output grows, not a second client-output-pause in flight.
+  const size_t pause = static_cast<size_t>(server_->options().client_output_pause);
+  const size_t room = pause > out_.size() ? pause - out_.size() : 0;
+  if (room == 0) return 1;  // (reading it stops too: kPauseOutput)
+  const size_t by_size = room / std::max<size_t>(reply_peak_, 1);
   return std::clamp<size_t>(by_size, 16, window_);
 }
 
