@@ -2,8 +2,8 @@
 
 #include "filters/bf_args.h"
 #include "filters/cms_args.h"
+#include "protocol/encoder.h"
 #include "protocol/reply_framer.h"
-#include "protocol/request_parser.h"
 
 namespace bloomproxy::filters {
 namespace {
@@ -47,18 +47,6 @@ Resp3Shape FieldShape(InfoField field) {
   return Resp3Shape::kInfoMap;
 }
 
-// The element count of an array header "*n\r\n" at the start of `reply`, and the header's
-// length; false when `reply` does not start with one.
-bool ArrayHeader(std::string_view reply, int64_t* n, size_t* length) {
-  const size_t eol = reply.find("\r\n");
-  if (reply.empty() || reply[0] != '*' || eol == std::string_view::npos ||
-      !protocol::StringToInt64(reply.substr(1, eol - 1), n) || *n < 0) {
-    return false;
-  }
-  *length = eol + 2;
-  return true;
-}
-
 // A 0/1 integer meaning false/true as a RESP3 boolean; any other value as it is.
 void AppendBoolOrSame(std::string_view value, std::string* out) {
   if (value == ":1\r\n") {
@@ -73,22 +61,6 @@ void AppendBoolOrSame(std::string_view value, std::string* out) {
 // A value of an info reply: the null bulk becomes RESP3's null.
 void AppendValue(std::string_view value, std::string* out) {
   out->append(value == kNullBulk ? kNull : value);
-}
-
-// Rewrites the `n` elements after the array header of `reply` (`header` bytes) with `each`,
-// after `out`'s new header; false when they do not frame as exactly `n` complete values.
-template <typename Each>
-bool RewriteElements(std::string_view reply, size_t header, int64_t n, std::string* out,
-                     Each each) {
-  std::string_view rest = reply.substr(header);
-  protocol::ReplyFramer framer;
-  for (int64_t i = 0; i < n; ++i) {
-    size_t len = 0;
-    if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return false;
-    each(i, rest.substr(0, len), out);
-    rest.remove_prefix(len);
-  }
-  return rest.empty();
 }
 
 }  // namespace
@@ -124,50 +96,43 @@ Resp3Shape Resp3ShapeOf(const std::vector<std::string_view>& args) {
 
 std::string ToResp3(Resp3Shape shape, std::string_view resp2) {
   if (shape == Resp3Shape::kSame || resp2.empty() || resp2[0] == '-') return std::string(resp2);
+  std::string out;
   if (shape == Resp3Shape::kBool) {
-    std::string out;
     AppendBoolOrSame(resp2, &out);
     return out;
   }
-  int64_t n = 0;
-  size_t header = 0;
-  if (!ArrayHeader(resp2, &n, &header)) return std::string(resp2);
-  std::string out;
+  std::vector<std::string_view> elements;
+  if (!protocol::SplitArray(resp2, &elements)) return std::string(resp2);
   out.reserve(resp2.size() + 32);
-  bool ok = false;
   switch (shape) {
     case Resp3Shape::kBoolArray:
-      out.append(resp2.substr(0, header));
-      ok = RewriteElements(resp2, header, n, &out, [](int64_t, std::string_view e, std::string* o) {
-        AppendBoolOrSame(e, o);
-      });
-      break;
+      protocol::AppendArrayHeader(&out, static_cast<int64_t>(elements.size()));
+      for (std::string_view e : elements) AppendBoolOrSame(e, &out);
+      return out;
     case Resp3Shape::kInfoMap:
-      // Labels at even places, values at odd ones: n/2 pairs.
-      if (n % 2 != 0) return std::string(resp2);
-      out = "%" + std::to_string(n / 2) + "\r\n";
-      ok = RewriteElements(resp2, header, n, &out,
-                           [](int64_t i, std::string_view e, std::string* o) {
-                             if (i % 2 == 0) {
-                               o->append(e);
-                             } else {
-                               AppendValue(e, o);
-                             }
-                           });
-      break;
+      // Labels at even places, values at odd ones.
+      if (elements.size() % 2 != 0) return std::string(resp2);
+      protocol::AppendMapHeader(&out, static_cast<int64_t>(elements.size() / 2));
+      for (size_t i = 0; i < elements.size(); ++i) {
+        if (i % 2 == 0) {
+          out.append(elements[i]);
+        } else {
+          AppendValue(elements[i], &out);
+        }
+      }
+      return out;
     default: {
       // One BF.INFO field: RESP2 has its value alone, RESP3 a one-pair map with its label.
       const std::string_view label = FieldLabel(shape);
-      if (label.empty() || n != 1) return std::string(resp2);
-      out = "%1\r\n+";
+      if (label.empty() || elements.size() != 1) return std::string(resp2);
+      protocol::AppendMapHeader(&out, 1);
+      out += '+';
       out.append(label);
       out += "\r\n";
-      ok = RewriteElements(resp2, header, n, &out,
-                           [](int64_t, std::string_view e, std::string* o) { AppendValue(e, o); });
-      break;
+      AppendValue(elements[0], &out);
+      return out;
     }
   }
-  return ok ? out : std::string(resp2);
 }
 
 }  // namespace bloomproxy::filters

@@ -28,6 +28,9 @@ class ReplyDecoder {
   ReplyPtr Decode(std::string_view frame);
 
  private:
+  // hiredis's reading of `frame`; null (and a fresh reader) when it refuses it.
+  ReplyPtr Read(std::string_view frame);
+
   redisReader* reader_;
 };
 

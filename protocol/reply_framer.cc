@@ -1,5 +1,6 @@
 #include "protocol/reply_framer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "protocol/request_parser.h"
@@ -91,6 +92,27 @@ FrameStatus ReplyFramer::Next(std::string_view input, size_t* length) {
   pos_ = 0;
   owed_ = 1;
   return FrameStatus::kComplete;
+}
+
+bool SplitArray(std::string_view reply, std::vector<std::string_view>* elements) {
+  elements->clear();
+  const size_t eol = reply.find("\r\n");
+  int64_t n = 0;
+  if (reply.empty() || reply[0] != '*' || eol == std::string_view::npos ||
+      !StringToInt64(reply.substr(1, eol - 1), &n) || n < 0) {
+    return false;
+  }
+  // The count is the upstream's word, not a size to allocate by.
+  elements->reserve(static_cast<size_t>(std::min<int64_t>(n, 1024)));
+  std::string_view rest = reply.substr(eol + 2);
+  ReplyFramer framer;
+  for (int64_t i = 0; i < n; ++i) {
+    size_t len = 0;
+    if (framer.Next(rest, &len) != FrameStatus::kComplete) return false;
+    elements->push_back(rest.substr(0, len));
+    rest.remove_prefix(len);
+  }
+  return rest.empty();
 }
 
 }  // namespace bloomproxy::protocol

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace bloomproxy::protocol {
 
@@ -43,5 +44,9 @@ class ReplyFramer {
   int64_t owed_ = 1;  // values still needed to complete the reply
   std::string error_;
 };
+
+// Splits one complete array reply into its elements' bytes. False for anything else: another
+// type, a nil array, an incomplete array or bytes after it.
+bool SplitArray(std::string_view reply, std::vector<std::string_view>* elements);
 
 }  // namespace bloomproxy::protocol

@@ -33,29 +33,6 @@ bool IsBulk(std::string_view part) {
          len == part.size();
 }
 
-// Splits one complete array reply into its elements' bytes. False for anything else: another
-// type, a nil array, an incomplete array or bytes after it.
-bool SplitArray(std::string_view part, std::vector<std::string_view>* elements) {
-  elements->clear();
-  const size_t eol = part.find("\r\n");
-  int64_t n = 0;
-  if (part.empty() || part[0] != '*' || eol == std::string_view::npos ||
-      !StringToInt64(part.substr(1, eol - 1), &n) || n < 0) {
-    return false;
-  }
-  // The count is the upstream's word, not a size to allocate by.
-  elements->reserve(static_cast<size_t>(std::min<int64_t>(n, 1024)));
-  std::string_view rest = part.substr(eol + 2);
-  ReplyFramer framer;
-  for (int64_t i = 0; i < n; ++i) {
-    size_t len = 0;
-    if (framer.Next(rest, &len) != FrameStatus::kComplete) return false;
-    elements->push_back(rest.substr(0, len));
-    rest.remove_prefix(len);
-  }
-  return rest.empty();
-}
-
 // MGET: element j of part i goes to place positions[i][j]; places nobody fills stay nil.
 std::string MergeByPosition(const std::vector<std::string_view>& parts,
                             const std::vector<std::vector<size_t>>& positions, size_t total) {

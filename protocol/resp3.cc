@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "protocol/encoder.h"
 #include "protocol/reply_framer.h"
@@ -139,27 +140,18 @@ bool HasResp3(std::string_view frame) {
 }  // namespace
 
 std::string PairsToResp3(std::string_view frame, bool as_pairs) {
-  const size_t eol = frame.find("\r\n");
-  int64_t n = 0;
-  if (frame.empty() || frame[0] != '*' || eol == std::string_view::npos ||
-      !StringToInt64(frame.substr(1, eol - 1), &n) || n < 0 || n % 2 != 0) {
-    return std::string(frame);
-  }
+  std::vector<std::string_view> elements;
+  if (!SplitArray(frame, &elements) || elements.size() % 2 != 0) return std::string(frame);
+  const auto pairs = static_cast<int64_t>(elements.size() / 2);
   std::string out;
-  if (!as_pairs) {
-    AppendMapHeader(&out, n / 2);
-    out.append(frame.substr(eol + 2));
-    return out;
+  if (as_pairs) {
+    AppendArrayHeader(&out, pairs);
+  } else {
+    AppendMapHeader(&out, pairs);
   }
-  AppendArrayHeader(&out, n / 2);
-  std::string_view rest = frame.substr(eol + 2);
-  ReplyFramer framer;
-  for (int64_t i = 0; i < n; ++i) {
-    size_t len = 0;
-    if (framer.Next(rest, &len) != FrameStatus::kComplete) return std::string(frame);
-    if (i % 2 == 0) AppendArrayHeader(&out, 2);
-    out.append(rest.substr(0, len));
-    rest.remove_prefix(len);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (as_pairs && i % 2 == 0) AppendArrayHeader(&out, 2);
+    out.append(elements[i]);
   }
   return out;
 }

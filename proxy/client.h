@@ -12,7 +12,6 @@
 #pragma once
 
 #include <uv.h>
-#include <chrono>
 
 #include <cstdint>
 #include <deque>
@@ -313,11 +312,9 @@ class Client {
   Dispatched RouteCommand(const protocol::Command& cmd, const protocol::CommandInfo* info,
                           const protocol::CommandInfo* sub, std::string_view name);
   // BF.* commands, commands the proxy answers, and tunnels; kForward for the rest.
-  // A command answered here took `took` (LATENCY HISTOGRAM, proxy/local_latency.h).
-  void RecordLocalLatency(const protocol::Command& cmd, const protocol::CommandInfo* info,
-                          std::string_view name, std::chrono::steady_clock::duration took);
   Dispatched HandleHere(const protocol::Command& cmd, const protocol::Route& route,
-                        const protocol::CommandInfo* info, std::string_view name);
+                        const protocol::CommandInfo* info, const protocol::CommandInfo* sub,
+                        std::string_view name);
   // INFO gets the proxy's section, COMMAND the BF.* entries.
   void AddCompletionHook(const protocol::Command& cmd, std::string_view name, Outgoing* out);
   // The effect of a command on connection state: how it goes upstream. False when it was
@@ -461,6 +458,8 @@ class Client {
 
   // HELLO inside MULTI (QueuedEntry::hello_upstream): the request queued upstream, and the
   // answer at EXEC given the upstream's element.
+  // CLIENT SETNAME / HELLO SETNAME (a valid name).
+  void SetName(std::string_view name);
   // HELLO 2|3 on the pinned connection, its reply dropped.
   void SwitchPinnedProtocol(protocol::Resp resp);
   bool QueueHelloUpstream(const protocol::Command& cmd, std::string* request) const;
@@ -569,8 +568,9 @@ class Client {
   // The client a REDIRECT of this one waited for (kPauseRedirect): asked to hold a connection
   // once per command.
   uint64_t redirect_waited_ = 0;
-  // The arguments of each LATENCY HISTOGRAM in flight (kLatencyHistogram), in order.
-  std::deque<std::vector<std::string>> latency_asks_;
+  // The arguments of each LATENCY HISTOGRAM in flight (kLatencyHistogram), in order (a
+  // vector: nothing allocated for the clients that never ask).
+  std::vector<std::vector<std::string>> latency_asks_;
   int multi_slot_ = -1;
 
   // Connection state, as the proxy tracks it. Dispatch-time flags route commands; reply-time

@@ -11,7 +11,6 @@
 #include "proxy/activity.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
-#include "proxy/local_latency.h"
 #include "proxy/log.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
@@ -167,7 +166,7 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
   }
   if (RefusedInTransaction(cmd, route)) return Dispatched::kDone;
   if (!upstream_decides) {
-    const Dispatched d = HandleHere(cmd, route, info, name);
+    const Dispatched d = HandleHere(cmd, route, info, sub, name);
     if (d != Dispatched::kForward) return d;
   }
   Outgoing out;
@@ -186,10 +185,12 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
     }
   }
   if (!upstream_decides && server_->emulated() != 0 && (route.traits & protocol::kTraitFilterKey)) {
-    if (RewriteKeyCommand(cmd, &out.rewritten) && resp_ == protocol::Resp::k3 &&
-        ScriptPairs(cmd) != 0) {
+    const uint8_t pairs = RewriteKeyCommand(cmd, &out.rewritten) && resp_ == protocol::Resp::k3
+                              ? ScriptPairs(cmd)
+                              : 0;
+    if (pairs != 0) {
       out.hook = Hook::kResp3Pairs;
-      out.arg = ScriptPairs(cmd) - 1;
+      out.arg = pairs - 1;
     }
   }
   AddCompletionHook(cmd, name, &out);
@@ -208,7 +209,8 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
 }
 
 Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
-                                      const CommandInfo* info, std::string_view name) {
+                                      const CommandInfo* info, const CommandInfo* sub,
+                                      std::string_view name) {
   if (server_->emulated() != 0) {
     Dispatched d = HandleFilterCommand(cmd);
     if (d != Dispatched::kForward) return d;
@@ -232,25 +234,20 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
     const auto start = std::chrono::steady_clock::now();
     Dispatched d = HandleLocal(cmd, name);
     if (d != Dispatched::kForward) {
-      RecordLocalLatency(cmd, info, name, std::chrono::steady_clock::now() - start);
+      // LATENCY HISTOGRAM's entry, under Redis's name ("client|id" for a subcommand).
+      if (info != nullptr) {
+        const auto took = std::chrono::steady_clock::now() - start;
+        server_->local_latency().Record(
+            sub != nullptr ? sub : info,
+            static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+      }
       return d;
     }
   }
   if (RefusedByShardingProxy(cmd, route)) return Dispatched::kDone;
   if (route.conn == Conn::kTunnel) return EnterTunnel(cmd);
   return Dispatched::kForward;
-}
-
-void Client::RecordLocalLatency(const Command& cmd, const CommandInfo* info, std::string_view name,
-                                std::chrono::steady_clock::duration took) {
-  // Redis's name for it: "client|id" for a subcommand.
-  const CommandInfo* sub =
-      info != nullptr && (info->flags & protocol::kFlagContainer) && cmd.args.size() > 1
-          ? protocol::LookupSubcommand(*info, cmd.args[1])
-          : nullptr;
-  LocalLatency::Record(
-      sub != nullptr ? sub->name : name,
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
 }
 
 void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoing* out) {

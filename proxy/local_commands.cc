@@ -222,8 +222,7 @@ std::string Client::FinishHello(const HelloArgs& args) {
   }
   if (args.have_name) {
     if (!ValidClientAttr(args.name)) return std::string(errors::kBadClientName);
-    name_ = args.name;
-    if (pinned_ != nullptr) pinned_->SyncName(name_);
+    SetName(args.name);
   }
   SetProtocol(args.resp);
   const UpstreamInfo& up = server_->upstream_info();
@@ -298,6 +297,12 @@ void Client::SetProtocol(protocol::Resp resp) {
   }
 }
 
+void Client::SetName(std::string_view name) {
+  name_.assign(name);
+  // Its own connection carries it too, for the upstream's SLOWLOG.
+  if (pinned_ != nullptr) pinned_->SyncName(name_);
+}
+
 void Client::SwitchPinnedProtocol(protocol::Resp resp) {
   std::string hello;
   protocol::AppendCommand(&hello, std::initializer_list<std::string_view>{
@@ -324,8 +329,7 @@ Client::Dispatched Client::HandleClient(const Command& cmd) {
     if (!ValidClientAttr(cmd.args[2])) {
       ReplyLocal(errors::kBadClientName);
     } else {
-      name_.assign(cmd.args[2]);
-      if (pinned_ != nullptr) pinned_->SyncName(name_);
+      SetName(cmd.args[2]);
       ReplyLocal("+OK\r\n");
     }
   } else if (IEquals(sub, "setinfo") && argc == 4) {

@@ -46,7 +46,7 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
       slot->data.append(LoggedInUpstream(slot->arg));
     } else if (slot->hook == Hook::kLatencyHistogram && !latency_asks_.empty()) {
       const std::vector<std::string> asks = std::move(latency_asks_.front());
-      latency_asks_.pop_front();
+      latency_asks_.erase(latency_asks_.begin());
       slot->data.append(protocol::MergeLatencyHistogram(
           frame, LocalLatency::Snapshot(), {asks.begin(), asks.end()}, resp_, &server_->decoder()));
     } else if (slot->hook == Hook::kTrackingInfo && !is_error) {

@@ -16,6 +16,7 @@
 #include "protocol/reply_decoder.h"
 #include "proxy/acl.h"
 #include "proxy/batch.h"
+#include "proxy/local_latency.h"
 #include "proxy/metrics.h"
 #include "proxy/tls.h"
 #include "proxy/upstream.h"
@@ -67,6 +68,7 @@ class Server {
   Stats& stats() { return stats_; }
   // Per-command counters and the loop-turn clock (proxy/metrics.h); read by the admin port.
   LoopMetrics& metrics() { return metrics_; }
+  LocalLatency& local_latency() { return local_latency_; }
   UpstreamInfo& upstream_info() { return upstream_info_; }
   protocol::ReplyDecoder& decoder() { return decoder_; }
   // Whether the proxy asks clients for a password (auth-mode proxy with requirepass).
@@ -179,6 +181,7 @@ class Server {
   std::unique_ptr<ClusterRouter> router_;
   Stats stats_;
   LoopMetrics metrics_;
+  LocalLatency local_latency_;
   UpstreamInfo upstream_info_;
   protocol::ReplyDecoder decoder_;
 
