@@ -15,6 +15,7 @@
 #include "conf/loader.h"
 #include "conf/rows.h"
 #include "conf/values.h"
+#include "filters/bf_layout.h"
 
 namespace bloomproxy::conf {
 namespace {
@@ -143,6 +144,25 @@ bool ApplyLogLevel(const Directive&, const std::vector<std::string>& a, SourceSt
   if (ParseLogLevel(a[0], &s->options->loglevel)) return true;
   *e = Quote(a[0]) + " is not a log level (debug, verbose, notice, warning)";
   return false;
+}
+
+bool ApplyBfLayout(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                   std::string* e) {
+  filters::LayoutRule rule;
+  *e = filters::ParseLayoutRule(a, &rule);
+  if (!e->empty()) return false;
+  s->options->bf_layouts.push_back(a);
+  return true;
+}
+
+std::string ShowBfLayouts(const Directive&, const Options& o) {
+  if (o.bf_layouts.empty()) return "none";
+  std::string out;
+  for (const std::vector<std::string>& rule : o.bf_layouts) {
+    out += out.empty() ? "" : "; ";
+    for (size_t i = 0; i < rule.size(); ++i) out += (i > 0 ? " " : "") + rule[i];
+  }
+  return out;
 }
 
 std::string ShowLogLevel(const Directive&, const Options& o) { return LogLevelName(o.loglevel); }
@@ -280,6 +300,9 @@ const Directive kDirectives[] = {
         "expansion of filters that BF.ADD creates (1..32768)", kLive),
     Memory<&O::bf_max_shard_bytes, 64, 512 * kMb>("bf-max-shard-bytes",
         "largest key of a sub-filter (>= 64)", kLive),
+    Custom<&O::bf_layouts>("bf-layout", -4, "RULE",
+        "keys in a Java/Guava filter layout (repeatable)", ApplyBfLayout,
+        ShowBfLayouts, kLive, true),
     // The leftover sweep (docs/leftovers.md).
     Number<&O::sweep_interval, 0, 86400>("sweep-interval", "SECS",
         "seconds between sweeps for leftover keys; 0 = off", kRestart),

@@ -84,6 +84,16 @@ void ApplyFlag(const Flag& flag, SourceState* state, std::vector<std::string>* e
       return;
     }
     args = {flag.value.substr(0, colon), flag.value.substr(colon + 1)};
+  } else if (d.argc < -2) {
+    // Several arguments in one value (bf-layout): split like a config-file line.
+    if (!SplitArgs(flag.value, &args)) {
+      errors->push_back(prefix + "unbalanced quotes");
+      return;
+    }
+    if (std::string count = ArgCountError(d, args.size()); !count.empty()) {
+      errors->push_back(prefix + count);
+      return;
+    }
   } else {
     args = {flag.value};
   }

@@ -167,6 +167,59 @@ TEST(ConfigEnvTest, FlagsBeatEnvironmentBeatsFile) {
             std::string::npos);
 }
 
+TEST(ConfigEnvTest, BfLayoutRulesFromFileEnvironmentAndFlags) {
+  TempFile file(
+      "upstream h:1\nbf-layout \"users:*\" guava 1000 0.01\n"
+      "bf-layout bloom:* guava-unrounded 100 0.03 funnel utf16le expanding %s:cursor\n");
+  Env env = {{"BLOOMPROXY_BF_LAYOUT", "ids:* guava-mitz32 0 0.5 funnel int64le"}};
+  LoadResult r = Load({file.path(), "--bf-layout", "'a b' GUAVA 5 0.1"}, env);
+  ASSERT_TRUE(r.errors.empty()) << Joined(r.errors);
+  using Rule = std::vector<std::string>;
+  EXPECT_EQ(r.options.bf_layouts,
+            (std::vector<Rule>{Rule{"users:*", "guava", "1000", "0.01"},
+                               Rule{"bloom:*", "guava-unrounded", "100", "0.03", "funnel",
+                                    "utf16le", "expanding", "%s:cursor"},
+                               Rule{"ids:*", "guava-mitz32", "0", "0.5", "funnel", "int64le"},
+                               Rule{"a b", "GUAVA", "5", "0.1"}}));
+  const std::string report = TestConfReport(r);
+  EXPECT_NE(report.find("  bf-layout users:* guava 1000 0.01; bloom:* guava-unrounded 100 0.03 "
+                        "funnel utf16le expanding %s:cursor; ids:* guava-mitz32 0 0.5 funnel "
+                        "int64le; a b GUAVA 5 0.1 (" +
+                        file.path() + ":2, " + file.path() +
+                        ":3, env BLOOMPROXY_BF_LAYOUT, --bf-layout)\n"),
+            std::string::npos)
+      << report;
+
+  // Every rule is checked when it is read, wherever it comes from.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"k:* guava2 10 0.1",
+       "'guava2' is not a layout (guava, guava-unrounded, guava-mitz32, guava-mitz32-unrounded)"},
+      {"k:* guava -1 0.1", "'-1' is not a capacity (an integer >= 0)"},
+      {"k:* guava 10 1", "'1' is not an error rate (between 0 and 1, exclusive)"},
+      {"k:* guava 10 0", "'0' is not an error rate (between 0 and 1, exclusive)"},
+      {"k:* guava 10 0.1 funnel utf32", "'utf32' is not a funnel (utf8, utf16le, int64le)"},
+      {"k:* guava 10 0.1 funnel", "option 'funnel' has no value"},
+      {"k:* guava 10 0.1 shards 2", "'shards' is not an option (funnel, expanding)"},
+      {"k:* guava 1 0.99", "capacity and error rate give a filter of 0 bits"},
+      {"k:* guava 9223372036854775807 0.000001", "the filter is too large for Guava"},
+  };
+  for (const auto& [rule, error] : bad) {
+    LoadResult flag = Load({"--upstream", "h:1", "--bf-layout", rule});
+    EXPECT_EQ(Joined(flag.errors), "--bf-layout: " + error + "\n") << rule;
+    LoadResult var = Load({"--upstream", "h:1"}, {{"BLOOMPROXY_BF_LAYOUT", rule}});
+    EXPECT_EQ(Joined(var.errors), "BLOOMPROXY_BF_LAYOUT: " + error + "\n") << rule;
+  }
+  LoadResult few = Load({"--upstream", "h:1", "--bf-layout", "k:* guava 10"});
+  EXPECT_EQ(Joined(few.errors),
+            "--bf-layout: wrong number of arguments for 'bf-layout' (expected at least 4, got "
+            "3)\n");
+  TempFile bad_file("upstream h:1\nbf-layout k:* guava 10 2\n");
+  LoadResult f = Load({bad_file.path()});
+  EXPECT_EQ(
+      Joined(f.errors),
+      bad_file.path() + ":2: bf-layout: '2' is not an error rate (between 0 and 1, exclusive)\n");
+}
+
 TEST(ConfigEnvTest, RepeatableOptionsAddOneOccurrence) {
   TempFile file("upstream h:1\nuser alice a1\nuser bob b1 +get\ndeny-command keys\n");
   Env env = {{"BLOOMPROXY_USER", "bob b2"}, {"BLOOMPROXY_DENY_COMMAND", "FLUSHALL"}};

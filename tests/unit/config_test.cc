@@ -794,7 +794,8 @@ TEST(ConfigTest, ExampleConfigFile) {
                                 "bf-error-rate",
                                 "bf-initial-capacity",
                                 "bf-expansion",
-                                "bf-max-shard-bytes"}) {
+                                "bf-max-shard-bytes",
+                                "bf-layout"}) {
     bool active = text.str().find(std::string("\n") + directive + " ") != std::string::npos;
     bool commented = text.str().find(std::string("# ") + directive + " ") != std::string::npos;
     EXPECT_TRUE(active || commented) << directive;
