@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "filters/bf_args.h"
+#include "filters/bf_layout.h"
 #include "filters/bloom.h"
 #include "filters/meta_cache.h"
 #include "filters/plan_requests.h"
@@ -27,6 +28,8 @@ struct BfConfig {
   // Behind a sharding proxy plans use only the commands it forwards (BITFIELD for
   // BITFIELD_RO, small scripts with keys for RENAMENX and PEXPIRETIME).
   protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis;
+  // bf-layout rules: names that are filters in a Java application's layout.
+  LayoutRules layouts;
 };
 
 // What the proxy knows of one filter: its parameters (immutable once created) and links.

@@ -8,6 +8,50 @@
 
 namespace bloomproxy::filters {
 
+std::string InfoReply(InfoField field, int64_t capacity, int64_t size, int64_t filters,
+                      int64_t items, int64_t expansion) {
+  auto append_expansion = [&](std::string* o) {
+    if (expansion < 0) {
+      protocol::AppendNullBulk(o);
+    } else {
+      protocol::AppendInteger(o, expansion);
+    }
+  };
+  std::string out;
+  switch (field) {
+    case InfoField::kAll:
+      out = "*10\r\n";
+      protocol::AppendSimple(&out, "Capacity");
+      protocol::AppendInteger(&out, capacity);
+      protocol::AppendSimple(&out, "Size");
+      protocol::AppendInteger(&out, size);
+      protocol::AppendSimple(&out, "Number of filters");
+      protocol::AppendInteger(&out, filters);
+      protocol::AppendSimple(&out, "Number of items inserted");
+      protocol::AppendInteger(&out, items);
+      protocol::AppendSimple(&out, "Expansion rate");
+      append_expansion(&out);
+      break;
+    case InfoField::kCapacity:
+      out = "*1\r\n" + Integer(capacity);
+      break;
+    case InfoField::kSize:
+      out = "*1\r\n" + Integer(size);
+      break;
+    case InfoField::kFilters:
+      out = "*1\r\n" + Integer(filters);
+      break;
+    case InfoField::kItems:
+      out = "*1\r\n" + Integer(items);
+      break;
+    case InfoField::kExpansion:
+      out = "*1\r\n";
+      append_expansion(&out);
+      break;
+  }
+  return out;
+}
+
 CountsProblem CountsReply(const BfRequest& req, const FilterMeta& meta, std::string* reply) {
   int64_t total = 0;
   uint64_t capacity = 0, bytes = 0;
@@ -41,47 +85,9 @@ CountsProblem CountsReply(const BfRequest& req, const FilterMeta& meta, std::str
     protocol::AppendBulk(reply, EncodeDumpHeader(h));
     return CountsProblem::kNone;
   }
-  const int64_t filters = static_cast<int64_t>(meta.links.size());
-  auto expansion = [&](std::string* o) {
-    if (meta.nonscaling()) {
-      protocol::AppendNullBulk(o);
-    } else {
-      protocol::AppendInteger(o, meta.expansion);
-    }
-  };
-  std::string& out = *reply;
-  out.clear();
-  switch (req.info_field) {
-    case InfoField::kAll:
-      out = "*10\r\n";
-      protocol::AppendSimple(&out, "Capacity");
-      protocol::AppendInteger(&out, static_cast<int64_t>(capacity));
-      protocol::AppendSimple(&out, "Size");
-      protocol::AppendInteger(&out, static_cast<int64_t>(size));
-      protocol::AppendSimple(&out, "Number of filters");
-      protocol::AppendInteger(&out, filters);
-      protocol::AppendSimple(&out, "Number of items inserted");
-      protocol::AppendInteger(&out, total);
-      protocol::AppendSimple(&out, "Expansion rate");
-      expansion(&out);
-      break;
-    case InfoField::kCapacity:
-      out = "*1\r\n" + Integer(static_cast<int64_t>(capacity));
-      break;
-    case InfoField::kSize:
-      out = "*1\r\n" + Integer(static_cast<int64_t>(size));
-      break;
-    case InfoField::kFilters:
-      out = "*1\r\n" + Integer(filters);
-      break;
-    case InfoField::kItems:
-      out = "*1\r\n" + Integer(total);
-      break;
-    case InfoField::kExpansion:
-      out = "*1\r\n";
-      expansion(&out);
-      break;
-  }
+  *reply = InfoReply(req.info_field, static_cast<int64_t>(capacity), static_cast<int64_t>(size),
+                     static_cast<int64_t>(meta.links.size()), total,
+                     meta.nonscaling() ? -1 : static_cast<int64_t>(meta.expansion));
   return CountsProblem::kNone;
 }
 

@@ -3,6 +3,7 @@
 // by the BF plan (bf_plan_read.cc) and BF.* inside MULTI (multi_bf.cc). Pure; no sockets.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "filters/bf_args.h"
@@ -16,6 +17,11 @@ enum class CountsProblem {
   kCounts,  // the links' counts add up to more than 2^63 - 1
   kSizes,   // their capacities or sizes do
 };
+
+// BF.INFO's reply (whole, or the one field `field`) from its five values; expansion < 0 is a
+// non-scaling filter's nil.
+std::string InfoReply(InfoField field, int64_t capacity, int64_t size, int64_t filters,
+                      int64_t items, int64_t expansion);
 
 // The reply to `req` (CARD, INFO or SCANDUMP 0) for `meta`, whose counts are set.
 CountsProblem CountsReply(const BfRequest& req, const FilterMeta& meta, std::string* reply);

@@ -14,6 +14,7 @@
 #include "filters/bf_replies.h"
 #include "filters/bloom.h"
 #include "filters/key_layout.h"
+#include "filters/multi_guava.h"
 #include "filters/sketch_commands.h"
 #include "protocol/encoder.h"
 
@@ -218,6 +219,9 @@ std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>
       return nullptr;
     }
     return std::make_unique<KnownReply>(std::move(error));
+  }
+  if (const LayoutRule* rule = config.layouts.Match(req.key)) {
+    return QueueGuavaCommand(req, *rule, std::move(error));
   }
   DumpHeader header;
   if (req.command == BfCommand::kLoadChunk && req.iterator == 1) {

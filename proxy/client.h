@@ -479,6 +479,9 @@ class Client {
   // BF.* commands (filters/bf_plan.h); kForward when the command is not one.
   Dispatched HandleFilterCommand(const protocol::Command& cmd);
   Dispatched HandleCmsCommand(const protocol::Command& cmd);
+  // A BF.* command on a key a bf-layout rule names (filters/guava_plan.h).
+  Dispatched StartLayoutPlan(const filters::BfRequest& request, const filters::LayoutRule& rule,
+                             std::string deferred_error, bool writes);
   // KEYS and SCAN (while sketches are emulated): their reply loses the internal keys (hook
   // kHideKeys; *scan is its arg).
   bool HidesInternalKeys(const protocol::Command& cmd, int64_t* scan) const;

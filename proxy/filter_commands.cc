@@ -3,6 +3,7 @@
 // answered. Key commands on a filter's name (the command table's kTraitFilterKey) are one Lua
 // script each (filters/key_scripts.h), sent like any command.
 #include "filters/cms_plan.h"
+#include "filters/guava_plan.h"
 #include "filters/key_layout.h"
 #include "filters/sketch_resp3.h"
 #include "protocol/errors.h"
@@ -80,6 +81,10 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
       ReplyLocal(error);
       return Dispatched::kDone;
     }
+    if (const filters::LayoutRule* rule = server_->bf_config().layouts.Match(request.key)) {
+      return StartLayoutPlan(request, *rule, deferred ? std::move(error) : std::string(),
+                             Writes(bf));
+    }
     if (server_->sharding_proxy() && !filters::KeptWholeBehindShardingProxy(request.key)) {
       ReplyLocal(kNotKeptWhole);
       return Dispatched::kDone;
@@ -96,6 +101,26 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
                      Writes(bf));
   }
   return Dispatched::kForward;
+}
+
+Client::Dispatched Client::StartLayoutPlan(const filters::BfRequest& request,
+                                           const filters::LayoutRule& rule,
+                                           std::string deferred_error, bool writes) {
+  // An expanding filter's keys (NAME-0 .. NAME-c and the cursor) must be on one node.
+  if (rule.expanding() && (server_->router().cluster() || server_->sharding_proxy())) {
+    bool tagged = false;
+    bool cursor_tagged = false;
+    const std::string cursor = rule.CursorKey(request.key);
+    const std::string_view tag = protocol::HashTag(request.key, &tagged);
+    if (!tagged || protocol::HashTag(cursor, &cursor_tagged) != tag || !cursor_tagged) {
+      ReplyLocal(protocol::errors::kCrossSlot);
+      return Dispatched::kDone;
+    }
+  }
+  return StartPlan(request.key,
+                   filters::MakeGuavaPlan(request, rule, server_->bf_config().upstream,
+                                          std::move(deferred_error)),
+                   writes);
 }
 
 Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {

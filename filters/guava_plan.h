@@ -1,0 +1,31 @@
+// Plans for BF.* on a key that a bf-layout rule names (filters/bf_layout.h): the filter is the
+// key's bits as a Java application keeps them (or, for an expanding rule, the data keys
+// NAME-0 .. NAME-c and a cursor key), with no metadata. Bits are only ever set with BITFIELD
+// SET u1 (an OR), so adds from several proxies and from the Java application never lose a bit.
+//
+//   ADD / MADD / INSERT   BITFIELD key SET u1 <index> 1 ...: an item is new if an old bit was 0
+//   EXISTS / MEXISTS      BITFIELD_RO key GET u1 <index> ...
+//   CARD                  BITCOUNT key: Guava's approximateElementCount
+//   INFO                  STRLEN key (WRONGTYPE as RedisBloom's), EXISTS key, BITCOUNT key
+//   RESERVE               STRLEN key, EXISTS key, then SETBIT key <bits - 1> 0
+//
+// Expanding rules first read the cursor (GET), then every data key (docs/java-layouts.md).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "filters/bf_args.h"
+#include "filters/bf_layout.h"
+#include "filters/plan.h"
+#include "protocol/sharding_proxy.h"
+
+namespace bloomproxy::filters {
+
+// A plan for `request` on a key that `rule` names (the rule is copied). `deferred_error` is
+// BF.INFO's bad field, answered once the key is known to exist (as RedisBloom orders it).
+std::unique_ptr<Plan> MakeGuavaPlan(const BfRequest& request, const LayoutRule& rule,
+                                    protocol::UpstreamKind upstream,
+                                    std::string deferred_error = {});
+
+}  // namespace bloomproxy::filters
