@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's archive, what building, running and testing bloomproxy needs; with
-# --tests also the node-redis packages of the integration tests (tests/integration/node, from the
-# npm registry); with --bench gnuplot. Only what is missing is installed; runs apt-get through
-# sudo when not root.
+# --tests also a JDK, Guava and the node-redis packages of the integration tests
+# (tests/integration/node, from the npm registry); with --bench gnuplot. Only what is missing is
+# installed; runs apt-get through sudo when not root.
 set -euo pipefail
 node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/integration/node"
 
@@ -17,7 +17,8 @@ tests=false
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(gnuplot-nox) ;;
-    --tests) tests=true ;;
+    # The Guava layout tests compile a Java helper against Debian's Guava (docs/java-layouts.md).
+    --tests) tests=true; packages+=(openjdk-17-jdk-headless libguava-java) ;;
   esac
 done
 # Node.js and npm run the node-redis client test. Asked for by command, not by package: a
