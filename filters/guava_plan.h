@@ -14,6 +14,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "filters/bf_args.h"
 #include "filters/bf_layout.h"
@@ -27,5 +29,12 @@ namespace bloomproxy::filters {
 std::unique_ptr<Plan> MakeGuavaPlan(const BfRequest& request, const LayoutRule& rule,
                                     protocol::UpstreamKind upstream,
                                     std::string deferred_error = {});
+
+// A plan for key command `args` (DEL, UNLINK, EXISTS, TYPE, EXPIRE, PEXPIRE, EXPIREAT,
+// PEXPIREAT, PERSIST, TTL, PTTL, EXPIRETIME, PEXPIRETIME) on the name of an expanding rule's
+// filter (`rule`): it acts on the filter's keys. Null for any other command or arity (the
+// command then goes upstream as it is). *writes: whether the plan writes.
+std::unique_ptr<Plan> MakeExpandingKeyPlan(const std::vector<std::string_view>& args,
+                                           const LayoutRule& rule, bool* writes);
 
 }  // namespace bloomproxy::filters

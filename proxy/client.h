@@ -482,6 +482,8 @@ class Client {
   // A BF.* command on a key a bf-layout rule names (filters/guava_plan.h).
   Dispatched StartLayoutPlan(const filters::BfRequest& request, const filters::LayoutRule& rule,
                              std::string deferred_error, bool writes);
+  // Whether an expanding filter's keys are all on the node of its name (filters/guava_plan.h).
+  bool ExpandingKeysTogether(std::string_view name, const filters::LayoutRule& rule) const;
   // KEYS and SCAN (while sketches are emulated): their reply loses the internal keys (hook
   // kHideKeys; *scan is its arg).
   bool HidesInternalKeys(const protocol::Command& cmd, int64_t* scan) const;

@@ -63,6 +63,19 @@ void Client::OnPlanDone(Pending* slot, std::string reply) {
 }
 
 Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
+  if (cmd.args.size() >= 2 && server_->bf_emulate()) {
+    // A key command on an expanding Guava filter's name, which is no Redis key.
+    const filters::LayoutRule* rule = server_->bf_config().layouts.Match(cmd.args[1]);
+    bool writes = false;
+    std::unique_ptr<filters::Plan> plan;
+    if (rule != nullptr && (plan = filters::MakeExpandingKeyPlan(cmd.args, *rule, &writes))) {
+      if (!ExpandingKeysTogether(cmd.args[1], *rule)) {
+        ReplyLocal(protocol::errors::kCrossSlot);
+        return Dispatched::kDone;
+      }
+      return StartPlan(cmd.args[1], std::move(plan), writes);
+    }
+  }
   filters::SketchFamily family;
   if (!filters::LookupSketchCommand(cmd.args[0], &family) || !server_->emulates(family)) {
     return Dispatched::kForward;
@@ -103,19 +116,23 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
   return Dispatched::kForward;
 }
 
+bool Client::ExpandingKeysTogether(std::string_view name, const filters::LayoutRule& rule) const {
+  // On a cluster or behind a sharding proxy, an expanding filter's keys (NAME-0 .. NAME-c and
+  // the cursor) are on one node only under one hash tag.
+  if (!server_->router().cluster() && !server_->sharding_proxy()) return true;
+  bool tagged = false;
+  bool cursor_tagged = false;
+  const std::string cursor = rule.CursorKey(name);
+  const std::string_view tag = protocol::HashTag(name, &tagged);
+  return tagged && protocol::HashTag(cursor, &cursor_tagged) == tag && cursor_tagged;
+}
+
 Client::Dispatched Client::StartLayoutPlan(const filters::BfRequest& request,
                                            const filters::LayoutRule& rule,
                                            std::string deferred_error, bool writes) {
-  // An expanding filter's keys (NAME-0 .. NAME-c and the cursor) must be on one node.
-  if (rule.expanding() && (server_->router().cluster() || server_->sharding_proxy())) {
-    bool tagged = false;
-    bool cursor_tagged = false;
-    const std::string cursor = rule.CursorKey(request.key);
-    const std::string_view tag = protocol::HashTag(request.key, &tagged);
-    if (!tagged || protocol::HashTag(cursor, &cursor_tagged) != tag || !cursor_tagged) {
-      ReplyLocal(protocol::errors::kCrossSlot);
-      return Dispatched::kDone;
-    }
+  if (rule.expanding() && !ExpandingKeysTogether(request.key, rule)) {
+    ReplyLocal(protocol::errors::kCrossSlot);
+    return Dispatched::kDone;
   }
   return StartPlan(request.key,
                    filters::MakeGuavaPlan(request, rule, server_->bf_config().upstream,
