@@ -37,53 +37,7 @@ redis_bench_settings 2000000 MASTERS   # CLIENTS, PIPELINE, N, BF_N, ..., BF_KEY
 ((MASTERS >= 3)) || die "redis-benchmark --cluster needs at least 3 masters (MASTERS=$MASTERS)"
 results_files cluster
 
-# start_cluster COUNT -> CLUSTER_PORTS (array): COUNT masters on free ports, each with its cluster
-# bus on a free port of its own (cluster-port, so no port + 10000 has to be free), joined by
-# redis-cli --cluster create, waited for until every node says cluster_state:ok.
-start_cluster() {
-  local count="$1" i port bus dir addrs=() deadline
-  CLUSTER_PORTS=()
-  for ((i = 0; i < count; i++)); do
-    free_port port
-    free_port bus
-    dir="$BENCH_TMP/cluster-node$i"
-    mkdir -p "$dir"
-    launch_redis "$port" "$dir" --cluster-enabled yes --cluster-config-file nodes.conf \
-      --cluster-port "$bus" --cluster-node-timeout 5000
-    wait_for_port "$port" "$REDIS_PID" "cluster node $i" "$dir/redis.log"
-    CLUSTER_PORTS+=("$port")
-    addrs+=("127.0.0.1:$port")
-  done
-  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
-    >"$BENCH_TMP/cluster-create.log" 2>&1 \
-    || { _show_log "$BENCH_TMP/cluster-create.log"; die "redis-cli --cluster create failed"; }
-  deadline=$((SECONDS + 3 * STARTUP_TIMEOUT))
-  for port in "${CLUSTER_PORTS[@]}"; do
-    until redis-cli -h 127.0.0.1 -p "$port" CLUSTER INFO | tr -d '\r' | grep -qx 'cluster_state:ok'; do
-      ((SECONDS < deadline)) || die "cluster node :$port not cluster_state:ok in time"
-      sleep 0.1
-    done
-  done
-  log "redis cluster: $count masters on ${CLUSTER_PORTS[*]}"
-}
-
-# start_bloomproxy_cluster SEEDS -> PROXY_PORT, PROXY_PID (as lib.sh's start_bloomproxy, with
-# --upstream-cluster SEEDS instead of --upstream).
-start_bloomproxy_cluster() {
-  local seeds="$1" dir
-  [[ -x "$BLOOMPROXY_BIN" ]] || die "bloomproxy binary not found at $BLOOMPROXY_BIN (build it, or set BLOOMPROXY_BIN)"
-  dir="$BENCH_TMP/bloomproxy-cluster-$RANDOM$RANDOM"
-  mkdir -p "$dir"
-  free_port PROXY_PORT
-  # shellcheck disable=SC2086  # BLOOMPROXY_ARGS is deliberately word-split
-  "$BLOOMPROXY_BIN" --bind 127.0.0.1 --port "$PROXY_PORT" --upstream-cluster "$seeds" \
-    $BLOOMPROXY_ARGS >"$dir/bloomproxy.log" 2>&1 &
-  PROXY_PID=$!
-  track_pid "$PROXY_PID" "bloomproxy :$PROXY_PORT (cluster)"
-  wait_for_port "$PROXY_PORT" "$PROXY_PID" bloomproxy "$dir/bloomproxy.log"
-  log "bloomproxy pid $PROXY_PID on 127.0.0.1:$PROXY_PORT -> cluster $seeds ($BLOOMPROXY_BIN)"
-}
-
+# (start_cluster, start_bloomproxy_cluster: see lib.sh.)
 bench_init
 check_host_idle
 start_cluster "$MASTERS"

@@ -46,77 +46,7 @@ command -v openssl >/dev/null || die "openssl not found (Debian: openssl)"
 redis-benchmark --help 2>&1 | grep -q -- '--cacert' || die "this redis-benchmark has no --tls / --cacert"
 results_files tls
 
-# make_certs DIR -> CA_CRT, SERVER_CRT, SERVER_KEY: a self-signed CA, and a server certificate it
-# signs for 127.0.0.1 (IP SAN) and localhost (DNS SAN), valid two days.
-make_certs() {
-  local dir="$1"
-  mkdir -p "$dir"
-  CA_CRT="$dir/ca.crt" SERVER_CRT="$dir/server.crt" SERVER_KEY="$dir/server.key"
-  {
-    openssl req -x509 -new "${NEWKEY[@]}" -nodes -keyout "$dir/ca.key" -out "$CA_CRT" -days 2 \
-      -subj "/CN=bloombench CA" \
-      && openssl req -new "${NEWKEY[@]}" -nodes -keyout "$SERVER_KEY" -out "$dir/server.csr" \
-        -subj "/CN=bloombench server" \
-      && printf '%s\n' 'subjectAltName=IP:127.0.0.1,DNS:localhost' 'basicConstraints=CA:FALSE' \
-        'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth,clientAuth' \
-        >"$dir/server.ext" \
-      && openssl x509 -req -in "$dir/server.csr" -CA "$CA_CRT" -CAkey "$dir/ca.key" \
-        -CAcreateserial -out "$SERVER_CRT" -days 2 -extfile "$dir/server.ext" \
-      && openssl verify -CAfile "$CA_CRT" "$SERVER_CRT"
-  } >"$dir/openssl.log" 2>&1 || { _show_log "$dir/openssl.log"; die "making the certificates failed"; }
-  log "certificates ($KEY_TYPE) in $dir: CA + server certificate for 127.0.0.1"
-}
-
-# start_tls_redis -> TLS_REDIS_PORT, REDIS_PID, REDIS_DIR: a TLS-only redis-server (port 0,
-# tls-port from free_port) with the server certificate, client certificates not asked for.
-start_tls_redis() {
-  free_port TLS_REDIS_PORT
-  REDIS_DIR="$BENCH_TMP/redis-tls"
-  mkdir -p "$REDIS_DIR"
-  # launch_redis passes --port TLS_REDIS_PORT first; the later --port 0 wins: no plain listener.
-  launch_redis "$TLS_REDIS_PORT" "$REDIS_DIR" --port 0 --tls-port "$TLS_REDIS_PORT" \
-    --tls-cert-file "$SERVER_CRT" --tls-key-file "$SERVER_KEY" --tls-ca-cert-file "$CA_CRT" \
-    --tls-auth-clients no
-  wait_for_port "$TLS_REDIS_PORT" "$REDIS_PID" "redis-server (TLS)" "$REDIS_DIR/redis.log"
-  log "redis-server pid $REDIS_PID, TLS only, on 127.0.0.1:$TLS_REDIS_PORT"
-}
-
-# start_tls_bloomproxy UPSTREAM_PORT -> TLS_PROXY_PORT, PROXY_PID, PROXY_LOG: bloomproxy with
-# only a TLS listener (port 0, tls-port from free_port), the server certificate, client
-# certificates not asked for, and TLS to the upstream verified with the CA (the upstream's
-# name is its address, 127.0.0.1, checked against the certificate's IP SAN).
-start_tls_bloomproxy() {
-  local upstream_port="$1" dir="$BENCH_TMP/bloomproxy-tls"
-  [[ -x "$BLOOMPROXY_BIN" ]] || die "bloomproxy binary not found at $BLOOMPROXY_BIN (build it, or set BLOOMPROXY_BIN)"
-  mkdir -p "$dir"
-  free_port TLS_PROXY_PORT
-  # shellcheck disable=SC2086  # BLOOMPROXY_ARGS is deliberately word-split
-  "$BLOOMPROXY_BIN" --bind 127.0.0.1 --port 0 --tls-port "$TLS_PROXY_PORT" \
-    --tls-cert-file "$SERVER_CRT" --tls-key-file "$SERVER_KEY" --tls-auth-clients no \
-    --upstream "127.0.0.1:$upstream_port" --upstream-tls yes --upstream-tls-ca-cert-file "$CA_CRT" \
-    $BLOOMPROXY_ARGS >"$dir/bloomproxy.log" 2>&1 &
-  PROXY_PID=$!
-  PROXY_LOG="$dir/bloomproxy.log"
-  track_pid "$PROXY_PID" "bloomproxy tls :$TLS_PROXY_PORT"
-  wait_for_port "$TLS_PROXY_PORT" "$PROXY_PID" "bloomproxy (TLS)" "$PROXY_LOG"
-  log "bloomproxy pid $PROXY_PID, TLS only, on 127.0.0.1:$TLS_PROXY_PORT -> TLS 127.0.0.1:$upstream_port ($BLOOMPROXY_BIN)"
-}
-
-# plaintext_refused PORT: a plain PING to a TLS port must not be answered as Redis would.
-plaintext_refused() {
-  local got
-  got="$(timeout 10 redis-cli -h 127.0.0.1 -p "$1" PING 2>&1)" || true
-  [[ "$got" != PONG && "$got" != *ERR* ]] || { log "plain PING to TLS port $1 answered: $got"; return 1; }
-}
-
-# negotiated PORT: "TLSv1.3 TLS_AES_256_GCM_SHA384" (the protocol and cipher a client gets).
-negotiated() {
-  timeout 10 openssl s_client -connect "127.0.0.1:$1" -CAfile "$CA_CRT" -verify_return_error \
-    </dev/null 2>/dev/null \
-    | awk -F', ' '/^New, / {p = $2; c = $3; sub(/^Cipher is /, "", c)}
-                   END {if (p != "" && c != "") print p, c; else print "?"}'
-}
-
+# (make_certs, start_tls_redis, start_tls_bloomproxy, plaintext_refused, negotiated: see lib.sh.)
 bench_init
 check_host_idle
 [[ "$BENCH_TMP" != *[[:space:]]* ]] || die "the temp dir ($BENCH_TMP) has a space: set TMPDIR"
