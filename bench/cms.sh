@@ -88,60 +88,15 @@ call_args() {
 # upstream. The floor is the data command (BITFIELD / BITFIELD_RO on a part); the validation
 # HMGET the proxy sends beside it is left out, as bf_compare.sh leaves out BF.ADD's.
 capture() {
-  local kind="$1" batch="$2" dir="$BENCH_TMP/capture-$1-$2" mon_pid marker i
-  mkdir -p "$dir"
+  local kind="$1" batch="$2" dir="$BENCH_TMP/capture-$1-$2" got
   call_args "$kind" "$batch" "$FLOOR_NAME"
-  rcli "$PROXY_PORT" "${CALL[@]}" >/dev/null
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR >"$dir/monitor.txt" 2>&1 &
-  mon_pid=$!
-  track_pid "$mon_pid" "redis-cli MONITOR"
-  for ((i = 0; i < 100; i++)); do grep -q '^OK' "$dir/monitor.txt" && break; sleep 0.05; done
-  got="$(rcli "$PROXY_PORT" "${CALL[@]}" 2>&1 | paste -sd' ')"
+  capture_data_command "$dir" "$PROXY_PORT" "$REDIS_PORT" "$FLOOR_NAME" "${CALL[@]}"
+  got="$(paste -sd' ' "$dir/reply")"
   [[ "$got" =~ ^[0-9\ ]+$ ]] || die "${CALL[*]} through bloomproxy replied '$got'"
-  # The marker shows in MONITOR after everything the proxy sent for the call.
-  marker="cms-bench-capture-$RANDOM$RANDOM"
-  rcli "$REDIS_PORT" ECHO "$marker" >/dev/null
-  for ((i = 0; i < 100; i++)); do grep -q "$marker" "$dir/monitor.txt" && break; sleep 0.05; done
-  stop_pid "$mon_pid"
-  untrack_pid "$mon_pid"
-  "$BENCH_PY" - "$dir" "$FLOOR_NAME" "$marker" <<'EOF' || die "no data command captured for ${CALL[*]} (see $dir/monitor.txt)"
-import re, sys
-d, name, marker = sys.argv[1:]
-esc = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", "\\": "\\", '"': '"'}
-def unquote(s):  # MONITOR quotes arguments as sdscatrepr does
-    out, i = [], 0
-    while i < len(s):
-        if s[i] == "\\" and s[i + 1] == "x":
-            out.append(chr(int(s[i + 2:i + 4], 16))); i += 4
-        elif s[i] == "\\":
-            out.append(esc.get(s[i + 1], s[i + 1])); i += 2
-        else:
-            out.append(s[i]); i += 1
-    return "".join(out)
-cmds = []
-for line in open(f"{d}/monitor.txt", encoding="latin-1"):
-    if marker in line:
-        break
-    m = re.match(r"^\d+\.\d+ \[[^\]]*\] (.*)$", line.rstrip("\n"))
-    if not m:
-        continue
-    args = [unquote(a) for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))]
-    if any(name in a for a in args[1:]):  # the sketch's commands only (its name is in every key)
-        cmds.append(args)
-data = [c for c in cmds if c[0].upper() in ("BITFIELD", "BITFIELD_RO") and ":cms:" in c[1]]
-with open(f"{d}/upstream.txt", "w") as f:
-    for c in cmds:
-        shown = " ".join(c[:8]) + (f" ... ({len(c)} args)" if len(c) > 8 else "")
-        f.write(shown + "\n")
-if not data:
-    sys.exit(1)
-with open(f"{d}/floor", "wb") as f:
-    f.write(b"\0".join(a.encode("latin-1") for a in data[0]) + b"\0")
-EOF
   local parts
   parts="$(wc -l <"$dir/upstream.txt")"
   log "${CALL[*]:0:4}... (x$batch) through bloomproxy sent upstream: $(paste -sd';' "$dir/upstream.txt")"
-  grep -c -E '^BITFIELD(_RO)? .*:cms:' "$dir/upstream.txt" | grep -qx 1 \
+  grep -qx 1 "$dir/data_commands" \
     || log "warning: more than one data command per call ($parts upstream commands); the floor is the first"
   printf -v "FLOOR_${kind}_${batch}" '%s' "$dir/floor"
   printf -v "UPSTREAM_${kind}_${batch}" '%s' "$(paste -sd';' "$dir/upstream.txt" | sed 's/;/; /g')"

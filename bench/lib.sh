@@ -847,3 +847,63 @@ negotiated() {
     | awk -F', ' '/^New, / {p = $2; c = $3; sub(/^Cipher is /, "", c)}
                    END {if (p != "" && c != "") print p, c; else print "?"}'
 }
+
+# capture_data_command DIR PROXY_PORT REDIS_PORT NAME CALL...: what bloomproxy sends upstream for
+# one sketch command. CALL runs twice through the proxy: once to fill its metadata cache, once
+# under MONITOR on the upstream (REDIS_PORT). Writes DIR/reply (the second call's reply),
+# DIR/upstream.txt (each command the proxy sent on NAME's keys, one per line, long ones cut) and
+# DIR/floor (the NUL-separated arguments of its first data command, a BITFIELD or BITFIELD_RO on
+# one of NAME's ":cms:" parts); DIR/data_commands counts those. Dies if there is none.
+capture_data_command() {
+  local dir="$1" proxy_port="$2" redis_port="$3" name="$4" mon_pid marker i
+  shift 4
+  mkdir -p "$dir"
+  redis-cli -h 127.0.0.1 -p "$proxy_port" "$@" >/dev/null
+  redis-cli -h 127.0.0.1 -p "$redis_port" MONITOR >"$dir/monitor.txt" 2>&1 &
+  mon_pid=$!
+  track_pid "$mon_pid" "redis-cli MONITOR"
+  for ((i = 0; i < 100; i++)); do grep -q '^OK' "$dir/monitor.txt" && break; sleep 0.05; done
+  redis-cli -h 127.0.0.1 -p "$proxy_port" "$@" >"$dir/reply" 2>&1
+  # The marker shows in MONITOR after everything the proxy sent for the call.
+  marker="bench-capture-$RANDOM$RANDOM"
+  redis-cli -h 127.0.0.1 -p "$redis_port" ECHO "$marker" >/dev/null
+  for ((i = 0; i < 100; i++)); do grep -q "$marker" "$dir/monitor.txt" && break; sleep 0.05; done
+  stop_pid "$mon_pid"
+  untrack_pid "$mon_pid"
+  "$BENCH_PY" - "$dir" "$name" "$marker" <<'EOF' || die "no data command captured for $* (see $dir/monitor.txt)"
+import re, sys
+d, name, marker = sys.argv[1:]
+esc = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", "\\": "\\", '"': '"'}
+def unquote(s):  # MONITOR quotes arguments as sdscatrepr does
+    out, i = [], 0
+    while i < len(s):
+        if s[i] == "\\" and s[i + 1] == "x":
+            out.append(chr(int(s[i + 2:i + 4], 16))); i += 4
+        elif s[i] == "\\":
+            out.append(esc.get(s[i + 1], s[i + 1])); i += 2
+        else:
+            out.append(s[i]); i += 1
+    return "".join(out)
+cmds = []
+for line in open(f"{d}/monitor.txt", encoding="latin-1"):
+    if marker in line:
+        break
+    m = re.match(r"^\d+\.\d+ \[[^\]]*\] (.*)$", line.rstrip("\n"))
+    if not m:
+        continue
+    args = [unquote(a) for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))]
+    if any(name in a for a in args[1:]):  # the sketch's commands only (its name is in every key)
+        cmds.append(args)
+data = [c for c in cmds if c[0].upper() in ("BITFIELD", "BITFIELD_RO") and ":cms:" in c[1]]
+with open(f"{d}/upstream.txt", "w") as f:
+    for c in cmds:
+        shown = " ".join(c[:8]) + (f" ... ({len(c)} args)" if len(c) > 8 else "")
+        f.write(shown + "\n")
+with open(f"{d}/data_commands", "w") as f:
+    f.write(f"{len(data)}\n")
+if not data:
+    sys.exit(1)
+with open(f"{d}/floor", "wb") as f:
+    f.write(b"\0".join(a.encode("latin-1") for a in data[0]) + b"\0")
+EOF
+}

@@ -196,53 +196,14 @@ CMS_DIMS="$(rcli "${PORT[proxy]}" CMS.INFO "$CMS_KEY" | paste -sd' ')"
 # upstream. The validation HMGET the proxy sends beside it is left out (redis-benchmark sends one
 # command per request).
 capture_cms_floor() {
-  local dir="$BENCH_TMP/cms-capture" mon_pid marker i
-  mkdir -p "$dir"
-  rcli "${PORT[proxy]}" CMS.INCRBY "$CMS_FLOOR_KEY" item:0 1 >/dev/null
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR >"$dir/monitor.txt" 2>&1 &
-  mon_pid=$!
-  track_pid "$mon_pid" "redis-cli MONITOR"
-  for ((i = 0; i < 100; i++)); do grep -q '^OK' "$dir/monitor.txt" && break; sleep 0.05; done
-  got="$(rcli "${PORT[proxy]}" CMS.INCRBY "$CMS_FLOOR_KEY" item:0 1 2>&1)"
+  local dir="$BENCH_TMP/cms-capture" got
+  capture_data_command "$dir" "${PORT[proxy]}" "$REDIS_PORT" "$CMS_FLOOR_KEY" \
+    CMS.INCRBY "$CMS_FLOOR_KEY" item:0 1
+  got="$(cat "$dir/reply")"
   [[ "$got" =~ ^[0-9]+$ ]] || die "CMS.INCRBY $CMS_FLOOR_KEY item:0 1 through bloomproxy replied '$got'"
-  marker="round2-capture-$RANDOM$RANDOM"   # shows in MONITOR after all the proxy sent
-  rcli "$REDIS_PORT" ECHO "$marker" >/dev/null
-  for ((i = 0; i < 100; i++)); do grep -q "$marker" "$dir/monitor.txt" && break; sleep 0.05; done
-  stop_pid "$mon_pid"
-  untrack_pid "$mon_pid"
-  "$BENCH_PY" - "$dir" "$CMS_FLOOR_KEY" "$marker" <<'PY' || die "no data command captured for CMS.INCRBY (see $dir/monitor.txt)"
-import re, sys
-d, name, marker = sys.argv[1:]
-esc = {"n": "\n", "r": "\r", "t": "\t", "a": "\a", "b": "\b", "\\": "\\", '"': '"'}
-def unquote(s):  # MONITOR quotes arguments as sdscatrepr does
-    out, i = [], 0
-    while i < len(s):
-        if s[i] == "\\" and s[i + 1] == "x":
-            out.append(chr(int(s[i + 2:i + 4], 16))); i += 4
-        elif s[i] == "\\":
-            out.append(esc.get(s[i + 1], s[i + 1])); i += 2
-        else:
-            out.append(s[i]); i += 1
-    return "".join(out)
-cmds = []
-for line in open(f"{d}/monitor.txt", encoding="latin-1"):
-    if marker in line:
-        break
-    m = re.match(r"^\d+\.\d+ \[[^\]]*\] (.*)$", line.rstrip("\n"))
-    if m:
-        args = [unquote(a) for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))]
-        if any(name in a for a in args[1:]):
-            cmds.append(args)
-data = [c for c in cmds if c[0].upper() == "BITFIELD" and ":cms:" in c[1]]
-with open(f"{d}/upstream.txt", "w") as f:
-    f.write("; ".join(" ".join(c) for c in cmds) + "\n")
-if len(data) != 1:
-    sys.exit(1)
-with open(f"{d}/floor", "wb") as f:
-    f.write(b"\0".join(a.encode("latin-1") for a in data[0]) + b"\0")
-PY
+  grep -qx 1 "$dir/data_commands" || die "CMS.INCRBY sent more than one data command upstream"
   mapfile -d '' -t CMS_FLOOR <"$dir/floor"
-  CMS_UPSTREAM="$(cat "$dir/upstream.txt")"
+  CMS_UPSTREAM="$(paste -sd';' "$dir/upstream.txt" | sed 's/;/; /g')"
   log "CMS.INCRBY $CMS_FLOOR_KEY item:0 1 through bloomproxy sent upstream: $CMS_UPSTREAM"
   got="$(rcli "$REDIS_PORT" "${CMS_FLOOR[@]}" 2>&1 | paste -sd' ')"
   [[ "$got" =~ ^[0-9\ ]+$ ]] || die "the CMS floor straight to redis replied '$got'"
