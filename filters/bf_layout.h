@@ -58,16 +58,21 @@ std::string ParseLayoutRule(const std::vector<std::string>& args, LayoutRule* ru
 class LayoutRules {
  public:
   LayoutRules() = default;
-  explicit LayoutRules(std::vector<LayoutRule> rules) : rules_(std::move(rules)) {}
+  explicit LayoutRules(std::vector<LayoutRule> rules) : rules_(std::move(rules)) {
+    for (const LayoutRule& rule : rules_) has_expanding_ = has_expanding_ || rule.expanding();
+  }
   // The rules of the bf-layout options, each as its arguments (checked when the options were
   // loaded: a rule that does not parse is left out).
   static LayoutRules FromArgs(const std::vector<std::vector<std::string>>& args);
   // The first rule whose pattern matches `key`, or null.
   const LayoutRule* Match(std::string_view key) const;
   bool empty() const { return rules_.empty(); }
+  // Whether a rule is expanding (whose names key commands must know).
+  bool has_expanding() const { return has_expanding_; }
 
  private:
   std::vector<LayoutRule> rules_;
+  bool has_expanding_ = false;
 };
 
 }  // namespace bloomproxy::filters

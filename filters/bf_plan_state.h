@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "filters/bf_plan.h"
+#include "filters/bf_replies.h"
 #include "filters/bloom.h"
 #include "filters/plan_requests.h"
 #include "protocol/errors.h"
@@ -25,8 +26,8 @@
 namespace bloomproxy::filters::bf_plan_internal {
 
 constexpr std::string_view kWrongType = protocol::errors::kWrongType;
-constexpr std::string_view kNotFound = "-ERR not found\r\n";
-constexpr std::string_view kItemExists = "-ERR item exists\r\n";
+using filters::kItemExists;
+using filters::kNotFound;
 constexpr std::string_view kBadData = "-ERR received bad data\r\n";
 constexpr std::string_view kNoLink = "-ERR invalid offset - no link found\r\n";
 constexpr std::string_view kFullError = "-ERR non scaling filter is full\r\n";

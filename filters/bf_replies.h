@@ -5,11 +5,17 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "filters/bf_args.h"
 #include "filters/bf_meta.h"
 
 namespace bloomproxy::filters {
+
+// RedisBloom's errors about the key's state, for every BF plan (bloomproxy's own filters and the
+// Java layouts').
+inline constexpr std::string_view kNotFound = "-ERR not found\r\n";
+inline constexpr std::string_view kItemExists = "-ERR item exists\r\n";
 
 // Why no reply can be made: the numbers do not fit RedisBloom's replies (a damaged filter).
 enum class CountsProblem {

@@ -66,7 +66,9 @@ class ExpandingPlan : public Plan {
   void OnCursor(StepReplies& r);
   void OnKeys(StepReplies& r);
   void SendWrites(const AddSchedule& schedule);
-  AddSchedule Schedule(const std::vector<std::vector<uint8_t>>& bits, int64_t bitcount) const;
+  // Each data key's bits for the items, as read (null: no bits, a key of another type).
+  using KeyBits = std::vector<const std::vector<int64_t>*>;
+  AddSchedule Schedule(const KeyBits& bits, int64_t bitcount) const;
   std::string CountsReply(StepReplies& r) const;
   void OnWrites(StepReplies* r);
 
@@ -96,7 +98,7 @@ void ExpandingPlan::Start(PlanStep* step) {
 void ExpandingPlan::OnReplies(StepReplies& r, PlanStep* step) {
   step_ = step;
   for (size_t i = 0; i < r.size(); ++i) {
-    // RedisBloom answers EXISTS on a key of another type as on a missing one: ReadBits takes
+    // RedisBloom answers EXISTS on a key of another type as on a missing one: OnKeys takes
     // the data key for empty.
     const bool empty_key = stage_ == Stage::kKeys && req_.reads() && IsWrongType(r.Frame(i));
     if (r.IsErrorReply(i) && !empty_key) return Done(std::string(r.Frame(i)));
@@ -127,13 +129,13 @@ void ExpandingPlan::OnCursor(StepReplies& r) {
   }
   const bool found = cursor_set_ || first_exists_;
   if (req_.command == BfCommand::kReserve) {
-    if (found) return Done(std::string(guava_plan::kItemExists));
+    if (found) return Done(std::string(kItemExists));
     if (!guava_plan::SameParameters(req_, rule_)) return Done(guava_plan::ReserveMismatch(rule_));
     stage_ = Stage::kCreated;
     return Add({"SETBIT", Key(0), U64(rule_.bits - 1), "0"});
   }
   if (!found && (req_.command == BfCommand::kInfo || req_.nocreate)) {
-    return Done(std::string(guava_plan::kNotFound));
+    return Done(std::string(kNotFound));
   }
   if (req_.command == BfCommand::kInfo && !deferred_error_.empty()) return Done(deferred_error_);
   stage_ = Stage::kKeys;
@@ -155,21 +157,17 @@ void ExpandingPlan::OnKeys(StepReplies& r) {
   if (req_.command == BfCommand::kCard || req_.command == BfCommand::kInfo) {
     return Done(CountsReply(r));
   }
-  std::vector<std::vector<uint8_t>> bits(keys);
+  KeyBits bits(keys, nullptr);
   for (size_t i = 0; i < keys; ++i) {
-    if (IsWrongType(r.Frame(i))) {
-      bits[i].assign(req_.indexes.size(), 0);
-    } else if (!guava_plan::ReadBits(r.Frame(i), req_.indexes.size(), &bits[i])) {
-      return Done(guava_plan::Unexpected("BITFIELD_RO", r.Frame(i)));
-    }
+    if (IsWrongType(r.Frame(i))) continue;
+    bits[i] = guava_plan::BitsReply(r, i, req_.indexes.size());
+    if (bits[i] == nullptr) return Done(guava_plan::Unexpected("BITFIELD_RO", r.Frame(i)));
   }
   if (req_.reads()) {
     std::vector<uint8_t> results(req_.items, 0);
     for (size_t j = 0; j < req_.items; ++j) {
       for (size_t i = 0; i < keys && results[j] == 0; ++i) {
-        bool all = true;
-        for (size_t h = 0; h < rule_.k; ++h) all = all && bits[i][j * rule_.k + h] != 0;
-        results[j] = all;
+        results[j] = guava_plan::AllSet(bits[i], j, rule_.k);
       }
     }
     return Done(guava_plan::ItemsReply(guava_plan::MultiItem(req_.command), results));
@@ -182,8 +180,7 @@ void ExpandingPlan::OnKeys(StepReplies& r) {
   SendWrites(schedule_);
 }
 
-ExpandingPlan::AddSchedule ExpandingPlan::Schedule(const std::vector<std::vector<uint8_t>>& bits,
-                                                   int64_t bitcount) const {
+ExpandingPlan::AddSchedule ExpandingPlan::Schedule(const KeyBits& bits, int64_t bitcount) const {
   AddSchedule s;
   s.target.assign(req_.items, -1);
   s.last = cursor_;
@@ -191,7 +188,9 @@ ExpandingPlan::AddSchedule ExpandingPlan::Schedule(const std::vector<std::vector
   std::vector<std::unordered_set<uint64_t>> added(1);
   auto bit_set = [&](int64_t key, size_t j, size_t h) {
     const uint64_t index = req_.indexes[j * rule_.k + h];
-    const bool read = key <= cursor_ && bits[static_cast<size_t>(key)][j * rule_.k + h] != 0;
+    const std::vector<int64_t>* read_bits =
+        key <= cursor_ ? bits[static_cast<size_t>(key)] : nullptr;
+    const bool read = read_bits != nullptr && (*read_bits)[j * rule_.k + h] != 0;
     return read || (key >= cursor_ && added[static_cast<size_t>(key - cursor_)].count(index) > 0);
   };
   uint64_t count = static_cast<uint64_t>(bitcount);
@@ -244,22 +243,20 @@ void ExpandingPlan::SendWrites(const AddSchedule& s) {
 
 void ExpandingPlan::OnWrites(StepReplies* r) {
   std::vector<uint8_t> results(req_.items, 0);
-  std::vector<uint8_t> old;
   size_t reply = 0;
   for (int64_t key = cursor_; key <= schedule_.last && r != nullptr; ++key) {
     size_t n = 0;
     for (size_t j = 0; j < req_.items; ++j) n += schedule_.target[j] == key ? rule_.k : 0;
     if (n > 0) {
-      if (!guava_plan::ReadBits(r->Frame(reply), n, &old)) {
-        return Done(guava_plan::Unexpected("BITFIELD", r->Frame(reply)));
-      }
+      const std::vector<int64_t>* old = guava_plan::BitsReply(*r, reply, n);
+      if (old == nullptr) return Done(guava_plan::Unexpected("BITFIELD", r->Frame(reply)));
       ++reply;
       // In item order: an item is new if one of its bits was 0 (the earlier items' bits
       // count, as they were set first).
       size_t at = 0;
       for (size_t j = 0; j < req_.items; ++j) {
         if (schedule_.target[j] != key) continue;
-        for (size_t h = 0; h < rule_.k; ++h) results[j] |= old[at + h] == 0;
+        for (size_t h = 0; h < rule_.k; ++h) results[j] |= (*old)[at + h] == 0;
         at += rule_.k;
       }
     }

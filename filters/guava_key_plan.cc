@@ -142,16 +142,20 @@ std::string ExpandingKeyPlan::Reply(StepReplies& r) const {
 }  // namespace
 
 std::unique_ptr<Plan> MakeExpandingKeyPlan(const std::vector<std::string_view>& args,
-                                           const LayoutRule& rule, bool* writes) {
+                                           const LayoutRules& rules, const LayoutRule** rule,
+                                           bool* writes) {
   KeyOp op;
   size_t min_args = 0;
   size_t max_args = 0;
-  if (!rule.expanding() || args.size() < 2 || !LookupKeyOp(args[0], &op, &min_args, &max_args) ||
-      args.size() < min_args || args.size() > max_args) {
+  if (!rules.has_expanding() || args.size() < 2 ||
+      !LookupKeyOp(args[0], &op, &min_args, &max_args) || args.size() < min_args ||
+      args.size() > max_args) {
     return nullptr;
   }
+  *rule = rules.Match(args[1]);
+  if (*rule == nullptr || !(*rule)->expanding()) return nullptr;
   *writes = op == KeyOp::kDelete || op == KeyOp::kEach;
-  return std::make_unique<ExpandingKeyPlan>(args, op, rule);
+  return std::make_unique<ExpandingKeyPlan>(args, op, **rule);
 }
 
 }  // namespace bloomproxy::filters

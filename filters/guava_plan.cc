@@ -46,7 +46,7 @@ class GuavaPlan : public Plan {
     step->reply = std::move(reply);
   }
   // The reply made of the items' old (write) or current (read) bits.
-  std::string ItemsReply(std::string_view frame, bool write) const;
+  std::string ItemsReply(StepReplies& r, bool write) const;
 
   GuavaRequest req_;
   LayoutRule rule_;
@@ -90,34 +90,35 @@ void GuavaPlan::OnReplies(StepReplies& r, PlanStep* step) {
   for (size_t i = 0; i < r.size(); ++i) {
     if (r.IsErrorReply(i)) return Done(step, std::string(r.Frame(i)));
   }
-  // Every reply but BITFIELD's is an integer. `a`: the only one, or EXISTS's after STRLEN's
-  // (INFO, RESERVE); `b`: INFO's BITCOUNT.
-  std::vector<int64_t> v(r.size(), 0);
-  bool ints = true;
-  for (size_t i = 0; i < r.size() && stage_ != Stage::kWrite && stage_ != Stage::kRead; ++i) {
-    ints = ints && FrameInt(r.Frame(i), &v[i]);
+  if (stage_ == Stage::kWrite || stage_ == Stage::kRead) {
+    return Done(step, ItemsReply(r, stage_ == Stage::kWrite));
   }
-  const int64_t a = v.size() > 1 ? v[1] : v.empty() ? 0 : v[0];
-  const int64_t b = v.size() > 2 ? v[2] : 0;
+  // Every other reply is an integer. `a`: the only one, or EXISTS's after STRLEN's (INFO,
+  // RESERVE); `b`: INFO's BITCOUNT.
+  int64_t v[3] = {0, 0, 0};
+  bool ints = r.size() <= 3;
+  for (size_t i = 0; i < r.size() && ints; ++i) ints = FrameInt(r.Frame(i), &v[i]);
+  const int64_t a = r.size() > 1 ? v[1] : v[0];
+  const int64_t b = v[2];
   switch (stage_) {
     case Stage::kWrite:
     case Stage::kRead:
-      return Done(step, ItemsReply(r.Frame(0), stage_ == Stage::kWrite));
+      return;
     case Stage::kNoCreate:
       if (!ints) return Done(step, guava_plan::Unexpected("EXISTS", r.Frame(0)));
-      if (a == 0) return Done(step, std::string(guava_plan::kNotFound));
+      if (a == 0) return Done(step, std::string(kNotFound));
       return SendBitfield(step, /*set=*/true);
     case Stage::kCard:
       if (!ints) return Done(step, guava_plan::Unexpected("BITCOUNT", r.Frame(0)));
       return Done(step, guava_plan::CountsReply(req_, rule_, {a}));
     case Stage::kInfo:
       if (!ints) return Done(step, guava_plan::Unexpected("EXISTS", r.Frame(1)));
-      if (a == 0) return Done(step, std::string(guava_plan::kNotFound));
+      if (a == 0) return Done(step, std::string(kNotFound));
       if (!deferred_error_.empty()) return Done(step, deferred_error_);
       return Done(step, guava_plan::CountsReply(req_, rule_, {b}));
     case Stage::kReserve:
       if (!ints) return Done(step, guava_plan::Unexpected("EXISTS", r.Frame(0)));
-      if (a != 0) return Done(step, std::string(guava_plan::kItemExists));
+      if (a != 0) return Done(step, std::string(kItemExists));
       if (!guava_plan::SameParameters(req_, rule_)) {
         return Done(step, guava_plan::ReserveMismatch(rule_));
       }
@@ -128,16 +129,14 @@ void GuavaPlan::OnReplies(StepReplies& r, PlanStep* step) {
   }
 }
 
-std::string GuavaPlan::ItemsReply(std::string_view frame, bool write) const {
-  std::vector<uint8_t> bits;
-  if (!guava_plan::ReadBits(frame, req_.indexes.size(), &bits)) {
-    return guava_plan::Unexpected(write ? "BITFIELD" : "BITFIELD_RO", frame);
-  }
+std::string GuavaPlan::ItemsReply(StepReplies& r, bool write) const {
+  const std::vector<int64_t>* bits = guava_plan::BitsReply(r, 0, req_.indexes.size());
+  if (bits == nullptr)
+    return guava_plan::Unexpected(write ? "BITFIELD" : "BITFIELD_RO", r.Frame(0));
   std::vector<uint8_t> results(req_.items, 0);
   for (size_t i = 0; i < req_.items; ++i) {
     // A write: the item is new if one of its bits was 0. A read: present if all are 1.
-    bool all_set = true;
-    for (size_t h = 0; h < rule_.k; ++h) all_set = all_set && bits[i * rule_.k + h] != 0;
+    const bool all_set = guava_plan::AllSet(bits, i, rule_.k);
     results[i] = static_cast<uint8_t>(write ? !all_set : all_set);
   }
   return guava_plan::ItemsReply(guava_plan::MultiItem(req_.command), results);

@@ -31,10 +31,12 @@ std::unique_ptr<Plan> MakeGuavaPlan(const BfRequest& request, const LayoutRule& 
                                     std::string deferred_error = {});
 
 // A plan for key command `args` (DEL, UNLINK, EXISTS, TYPE, EXPIRE, PEXPIRE, EXPIREAT,
-// PEXPIREAT, PERSIST, TTL, PTTL, EXPIRETIME, PEXPIRETIME) on the name of an expanding rule's
-// filter (`rule`): it acts on the filter's keys. Null for any other command or arity (the
-// command then goes upstream as it is). *writes: whether the plan writes.
+// PEXPIREAT, PERSIST, TTL, PTTL, EXPIRETIME, PEXPIRETIME) on the name of an expanding filter
+// (*rule: the rule of `rules` it follows): it acts on the filter's keys. Null for any other
+// command, arity or key (the command then goes upstream as it is); every command asks, so
+// the command is looked at before the key is matched. *writes: whether the plan writes.
 std::unique_ptr<Plan> MakeExpandingKeyPlan(const std::vector<std::string_view>& args,
-                                           const LayoutRule& rule, bool* writes);
+                                           const LayoutRules& rules, const LayoutRule** rule,
+                                           bool* writes);
 
 }  // namespace bloomproxy::filters

@@ -39,24 +39,13 @@ void AppendBitfield(std::string* out, std::string_view key, const uint64_t* inde
   }
 }
 
-bool ReadBits(std::string_view frame, size_t n, std::vector<uint8_t>* bits) {
-  bits->clear();
-  int64_t count = -1;
-  if (frame.empty() || frame[0] != '*' || !ParseCount(FrameLine(frame), &count) ||
-      static_cast<uint64_t>(count) != n) {
-    return false;
+const std::vector<int64_t>* BitsReply(StepReplies& r, size_t i, size_t n) {
+  const std::vector<int64_t>* bits = r.Ints(i);
+  if (bits == nullptr || bits->size() != n) return nullptr;
+  for (int64_t b : *bits) {
+    if (b != 0 && b != 1) return nullptr;
   }
-  size_t at = frame.find('\n') + 1;
-  for (size_t i = 0; i < n; ++i) {
-    // Each element is ":0\r\n" or ":1\r\n".
-    if (at + 4 > frame.size() || frame[at] != ':' ||
-        (frame[at + 1] != '0' && frame[at + 1] != '1') || frame[at + 2] != '\r') {
-      return false;
-    }
-    bits->push_back(static_cast<uint8_t>(frame[at + 1] - '0'));
-    at += 4;
-  }
-  return at == frame.size();
+  return bits;
 }
 
 bool MultiItem(BfCommand command) {

@@ -17,8 +17,6 @@
 
 namespace bloomproxy::filters::guava_plan {
 
-constexpr std::string_view kNotFound = "-ERR not found\r\n";
-constexpr std::string_view kItemExists = "-ERR item exists\r\n";
 constexpr std::string_view kNotInteger = "-ERR value is not an integer or out of range\r\n";
 
 // The bit indexes of the request's items, rule.k per item in item order, into *out; "" or the
@@ -30,8 +28,18 @@ std::string ItemIndexes(const BfRequest& request, const LayoutRule& rule,
 void AppendBitfield(std::string* out, std::string_view key, const uint64_t* indexes, size_t n,
                     bool set, protocol::UpstreamKind upstream);
 
-// The bits a BITFIELD reply holds: an array of exactly n integers 0 or 1; false otherwise.
-bool ReadBits(std::string_view frame, size_t n, std::vector<uint8_t>* bits);
+// The bits BITFIELD reply i holds (StepReplies::Ints): exactly n integers, each 0 or 1; null
+// for any other reply.
+const std::vector<int64_t>* BitsReply(StepReplies& r, size_t i, size_t n);
+
+// Whether item j's k bits are all set in `bits` (one key's reply; null: a key with no bits).
+inline bool AllSet(const std::vector<int64_t>* bits, size_t j, uint32_t k) {
+  if (bits == nullptr) return false;
+  for (size_t h = 0; h < k; ++h) {
+    if ((*bits)[j * k + h] == 0) return false;
+  }
+  return true;
+}
 
 // The reply to ADD/EXISTS (one integer) or, when `multi`, MADD/MEXISTS/INSERT (an array) of
 // per-item 0/1.

@@ -63,12 +63,12 @@ void Client::OnPlanDone(Pending* slot, std::string reply) {
 }
 
 Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
-  if (cmd.args.size() >= 2 && server_->bf_emulate()) {
+  if (server_->bf_emulate()) {
     // A key command on an expanding Guava filter's name, which is no Redis key.
-    const filters::LayoutRule* rule = server_->bf_config().layouts.Match(cmd.args[1]);
+    const filters::LayoutRule* rule = nullptr;
     bool writes = false;
-    std::unique_ptr<filters::Plan> plan;
-    if (rule != nullptr && (plan = filters::MakeExpandingKeyPlan(cmd.args, *rule, &writes))) {
+    if (std::unique_ptr<filters::Plan> plan =
+            filters::MakeExpandingKeyPlan(cmd.args, server_->bf_config().layouts, &rule, &writes)) {
       if (!ExpandingKeysTogether(cmd.args[1], *rule)) {
         ReplyLocal(protocol::errors::kCrossSlot);
         return Dispatched::kDone;
