@@ -39,6 +39,7 @@
 #   DATASIZE     redis-benchmark -d (default 3)
 #   RSS_LIMIT_KB case 11's target in KiB (default 8192)
 #   ROUNDS       rounds (default 3; --rounds wins)
+#   CASES        the cases to run, e.g. "1 2 4" (default: all; for working on one path)
 #   RUN_TIMEOUT  seconds before one redis-benchmark run is killed (default 600)
 #   BUSY_WARN_PCT  flag runs during which other processes used >= this % of the CPUs (default 15)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS, REDIS_SERVER_BIN, NUTCRACKER_BIN   see bench/lib.sh
@@ -251,6 +252,7 @@ run_one() {
   local r="$1" case="$2" test="$3" t="$4" c="$5" p="$6" n="$7"
   shift 7
   local out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err" rc=0 snap0 snap1 other steal rows pid load=""
+  [[ " ${CASES:-$case} " == *" $case "* ]] || return 0
   RUN=$((RUN + 1))
   _target_args "$t"
   snap0="$(cpu_snapshot)"
