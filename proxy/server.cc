@@ -302,11 +302,16 @@ void Server::OnCron(uv_timer_t* t) {
                   static_cast<unsigned long long>(c->id()));
     c->Close();
   }
-  if (self->closed_since_trim_ >= kTrimAfterClosed) {
-    // Many clients left: give their freed buffers back to the system. glibc keeps them
-    // otherwise, and after waves of connections RSS settles several times above what the
-    // clients still connected use. At most once a second, and only after such waves.
+  // Give freed memory back to the system. glibc keeps it otherwise: after waves of connections,
+  // or a burst of big batches (their plans, requests and replies), RSS settles several times
+  // above what the proxy still uses. Once after such a wave, and once when the proxy turns
+  // quiet (no command for a whole cron period after some work): at most once a second.
+  const uint64_t commands = self->stats_.commands_processed;
+  const bool quiet = commands == self->commands_at_cron_ && commands != self->commands_at_trim_;
+  self->commands_at_cron_ = commands;
+  if (self->closed_since_trim_ >= kTrimAfterClosed || quiet) {
     self->closed_since_trim_ = 0;
+    self->commands_at_trim_ = commands;
     malloc_trim(0);
   }
 }

@@ -174,6 +174,8 @@ class Server {
   conf::Options options_;
   std::vector<ConnFlavor> flavors_ = std::vector<ConnFlavor>(1);
   uint64_t closed_since_trim_ = 0;  // clients closed since the last malloc_trim (cron)
+  uint64_t commands_at_cron_ = 0;   // commands_processed at the last cron
+  uint64_t commands_at_trim_ = 0;   // and at the last malloc_trim
   AclTable acls_;  // compiled from options_.users (checked by main before any server starts)
   const int index_;
   uv_loop_t loop_;

@@ -68,3 +68,44 @@ def test_hostile_clients_leave_memory_bounded(proxy, redis_instance):
     finally:
         for s in held:
             s.close()
+
+
+def rss_anon_kb(pid):
+    """Anonymous resident memory of process `pid` (the heap), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    raise AssertionError("no RssAnon")
+
+
+def test_a_quiet_proxy_gives_freed_memory_back(proxy):
+    """After a burst of work the proxy turns quiet, and gives back to the system the memory the
+    burst freed (glibc keeps it otherwise): its heap returns near where it started, with its
+    clients still connected."""
+    p = proxy()
+    conns = [RawConn(p.port, timeout=30) for _ in range(20)]
+    try:
+        assert conns[0].command("BF.RESERVE", "f", "0.01", "10000000") == b"OK"
+        baseline = rss_anon_kb(p.process.pid)
+        # Bursts of pipelined BF.MADD of 200 items on 20 connections: batches, plans and
+        # buffers of several MB, freed in between, with small allocations that outlive them.
+        for burst in range(4):
+            for i, c in enumerate(conns):
+                items = [f"b{burst}c{i}j{j}x{n}" for j in range(20) for n in range(200)]
+                c.send(b"".join(cmd("BF.MADD", "f", *items[k:k + 200])
+                                for k in range(0, len(items), 200)))
+            for c in conns:
+                for _ in range(20):
+                    c.read_reply_raw()
+            for i, c in enumerate(conns):
+                assert c.command("SET", f"small{burst}:{i}", "v" * 100) == b"OK"
+        busy = rss_anon_kb(p.process.pid)
+        assert busy > baseline + 4096, f"the burst did not grow the heap ({baseline} -> {busy} KB)"
+        # Quiet: within a few cron periods (one second each) the heap is given back.
+        wait_until(lambda: rss_anon_kb(p.process.pid) < baseline + (busy - baseline) // 3, 10,
+                   what=f"the heap given back (baseline {baseline} KB, after the burst {busy} KB)")
+        assert all(c.command("PING") == b"PONG" for c in conns)
+    finally:
+        for c in conns:
+            c.close()
