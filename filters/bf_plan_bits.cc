@@ -17,6 +17,37 @@
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters::bf_plan_internal {
+namespace {
+
+// "$3\r\nSET\r\n$2\r\nu1\r\n$<d>\r\n<offset>\r\n$1\r\n1\r\n" (GET: without the value): an
+// offset in a shard has at most 10 digits (shards are under 512 MB).
+constexpr size_t kMaxOpBytes = 64;
+
+// Writes one op at `p`; returns the end.
+char* EncodeBitOp(char* p, bool set, uint64_t offset) {
+  constexpr std::string_view kSet = "$3\r\nSET\r\n$2\r\nu1\r\n$";
+  constexpr std::string_view kGet = "$3\r\nGET\r\n$2\r\nu1\r\n$";
+  std::memcpy(p, set ? kSet.data() : kGet.data(), kSet.size());
+  p += kSet.size();
+  char digits[24];
+  const auto res = std::to_chars(digits, digits + sizeof(digits), offset);
+  const size_t n = static_cast<size_t>(res.ptr - digits);
+  if (n >= 10) *p++ = static_cast<char>('0' + n / 10);
+  *p++ = static_cast<char>('0' + n % 10);
+  *p++ = '\r';
+  *p++ = '\n';
+  std::memcpy(p, digits, n);
+  p += n;
+  *p++ = '\r';
+  *p++ = '\n';
+  if (set) {
+    std::memcpy(p, "$1\r\n1\r\n", 7);
+    p += 7;
+  }
+  return p;
+}
+
+}  // namespace
 
 // Bit offsets of item `item` in link `link`: appends (shard, offset in the shard).
 void BfPlan::ItemOffsets(size_t item, size_t link,
@@ -89,41 +120,23 @@ void BfPlan::AddShardLengths(Requests* req, size_t link,
 // The BITFIELD (set) or BITFIELD_RO commands of `ops`; each must answer an array of its
 // ops' bits.
 void BfPlan::AddBitfields(Requests* req, size_t link, bool set, BitOps* ops) {
-  // Encoded straight to RESP, one append per op: a batch may carry thousands of ops.
   ops->first = req->count();
-  std::string out;
-  // "$3\r\nSET\r\n$2\r\nu1\r\n$<d>\r\n<offset>\r\n$1\r\n1\r\n"; an offset in a shard has
-  // at most 10 digits (shards are under 512 MB).
-  const std::string_view head = set ? "$3\r\nSET\r\n$2\r\nu1\r\n$" : "$3\r\nGET\r\n$2\r\nu1\r\n$";
-  char op[64];
-  std::memcpy(op, head.data(), head.size());
+  const std::string_view command = set ? "BITFIELD" : ReadBitsCommand(config_->upstream);
   for (size_t c = 0; c < ops->shards.size(); ++c) {
-    out.clear();
-    out.reserve(64 + ops->ops[c] * 40);
+    const std::string key = meta_->BitsKey(link, ops->shards[c]);
+    std::string& out = req->Begin(64 + key.size() + ops->ops[c] * kMaxOpBytes);
     protocol::AppendArrayHeader(&out, 2 + static_cast<int64_t>(ops->ops[c]) * (set ? 4 : 3));
-    protocol::AppendBulk(&out, set ? "BITFIELD" : ReadBitsCommand(config_->upstream));
-    protocol::AppendBulk(&out, meta_->BitsKey(link, ops->shards[c]));
+    protocol::AppendBulk(&out, command);
+    protocol::AppendBulk(&out, key);
+    // Encoded straight to RESP in the request buffer: a batch may carry thousands of ops.
+    const size_t at = out.size();
+    out.resize(at + ops->ops[c] * kMaxOpBytes);
+    char* p = out.data() + at;
     for (size_t x = 0; x < ops->offsets.size(); ++x) {
-      if (ops->command[x] != c) continue;
-      char digits[24];
-      const auto res = std::to_chars(digits, digits + sizeof(digits), ops->offsets[x]);
-      const size_t n = static_cast<size_t>(res.ptr - digits);
-      char* p = op + head.size();
-      if (n >= 10) *p++ = static_cast<char>('0' + n / 10);
-      *p++ = static_cast<char>('0' + n % 10);
-      *p++ = '\r';
-      *p++ = '\n';
-      std::memcpy(p, digits, n);
-      p += n;
-      *p++ = '\r';
-      *p++ = '\n';
-      if (set) {
-        std::memcpy(p, "$1\r\n1\r\n", 7);
-        p += 7;
-      }
-      out.append(op, static_cast<size_t>(p - op));
+      if (ops->command[x] == c) p = EncodeBitOp(p, set, ops->offsets[x]);
     }
-    req->AddEncoded(out, set ? "BITFIELD" : ReadBitsCommand(config_->upstream));
+    out.resize(static_cast<size_t>(p - out.data()));
+    req->End(command);
     ReplyCheck& check = req->Last();
     check.kind = ReplyCheck::Kind::kBits;
     check.role = ReplyCheck::Role::kShard;

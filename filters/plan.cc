@@ -47,6 +47,11 @@ const std::vector<int64_t>* StepReplies::Ints(size_t i) {
   size_t pos = eol + 2;
   for (int64_t e = 0; e < n; ++e) {
     if (pos >= f.size() || f[pos] != ':') return nullptr;
+    if (pos + 3 < f.size() && f[pos + 2] == '\r' && f[pos + 1] >= '0' && f[pos + 1] <= '9') {
+      values->push_back(f[pos + 1] - '0');  // one digit: BITFIELD's bits, mostly
+      pos += 4;
+      continue;
+    }
     eol = f.find('\r', pos);
     int64_t v = 0;
     if (eol == std::string_view::npos ||

@@ -67,6 +67,14 @@ class Requests {
     out_.append(request);
     Added(command);
   }
+  // A request encoded in place, for big ones: Begin() gives the buffer with room for `bytes`
+  // more (so that neither this request nor a few small ones after it move it), to which the
+  // request is appended; End() adds it, named `command`.
+  std::string& Begin(size_t bytes) {
+    out_.reserve(out_.size() + bytes + kSlack);
+    return out_;
+  }
+  void End(std::string_view command) { Added(command); }
   // What the plan expects of the last request's reply.
   ReplyCheck& Last() { return checks_.back(); }
   // The number of requests added since the last MoveTo (the index the next one will have).
@@ -88,6 +96,8 @@ class Requests {
   }
 
  private:
+  static constexpr size_t kSlack = 1024;  // room for the small requests after a big one
+
   void Added(std::string_view command) {
     checks_.emplace_back();
     checks_.back().command.assign(command);

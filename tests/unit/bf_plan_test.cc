@@ -765,6 +765,8 @@ TEST(StepRepliesTest, IntsOnlyForArraysOfIntegers) {
   r.Add(":1\r\n");
   r.Add("*-1\r\n");
   r.Add("*1\r\n:x\r\n");
+  r.Add("*5\r\n:10\r\n:1\r\n:-1\r\n:0\r\n:9\r\n");  // one digit, and longer
+  r.Add("*2\r\n:1\r\n:1x\r\n");
   ASSERT_NE(r.Ints(0), nullptr);
   EXPECT_EQ(*r.Ints(0), (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(r.Ints(1), nullptr);
@@ -773,8 +775,11 @@ TEST(StepRepliesTest, IntsOnlyForArraysOfIntegers) {
   ASSERT_NE(r.Ints(4), nullptr);
   EXPECT_TRUE(r.Ints(4)->empty());
   EXPECT_EQ(r.Ints(5), nullptr);
-  EXPECT_EQ(r.Ints(6), nullptr);
-  EXPECT_EQ(r.Get(2), nullptr);  // truncated: hiredis cannot decode it either
+  ASSERT_NE(r.Ints(6), nullptr);
+  EXPECT_EQ(*r.Ints(6), (std::vector<int64_t>{10, 1, -1, 0, 9}));
+  EXPECT_EQ(r.Ints(7), nullptr);
+  EXPECT_EQ(r.Ints(8), nullptr);  // no such reply
+  EXPECT_EQ(r.Get(2), nullptr);   // truncated: hiredis cannot decode it either
 }
 
 }  // namespace
