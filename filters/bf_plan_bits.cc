@@ -36,7 +36,8 @@ char* EncodeBitOp(char* p, bool set, uint64_t offset) {
   *p++ = static_cast<char>('0' + n % 10);
   *p++ = '\r';
   *p++ = '\n';
-  std::memcpy(p, digits, n);
+  // All of `digits` (a copy of fixed size, inlined): the op's room (kMaxOpBytes) holds them.
+  std::memcpy(p, digits, sizeof(digits));
   p += n;
   *p++ = '\r';
   *p++ = '\n';
