@@ -40,6 +40,7 @@
 #   RSS_LIMIT_KB case 11's target in KiB (default 8192)
 #   ROUNDS       rounds (default 3; --rounds wins)
 #   CASES        the cases to run, e.g. "1 2 4" (default: all; for working on one path)
+#   PUBLISH      1 = also copy the chart to docs/img/round2.png (needs gnuplot)
 #   RUN_TIMEOUT  seconds before one redis-benchmark run is killed (default 600)
 #   BUSY_WARN_PCT  flag runs during which other processes used >= this % of the CPUs (default 15)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS, REDIS_SERVER_BIN, NUTCRACKER_BIN   see bench/lib.sh
@@ -442,6 +443,18 @@ for t, info in proxies:
           f" | | {value} | <= {rss_limit / 1024:g} MiB"
           f" | {'n/a' if last is None else ('yes' if last <= rss_limit else 'no')} |")
 
+# The chart's data (drawn below with gnuplot): per row, the per-round ratios and the target.
+with open(path[:-len(".csv")] + ".ratios", "w") as out:
+    for case, test, label, a, b, what, goal, scale in ROWS:
+        ka, kb = (case, test, a), (case, test, b)
+        if case == "6":
+            goal = pr_med((case, test, "twemproxy"), kb)
+        rs = per_round(ka, kb)
+        if not rs or goal is None:
+            continue
+        name = label.split(" (")[0] + (" vs twemproxy" if b == "twemproxy" else "")
+        out.write(f"{name}\t{statistics.median(rs):.4f}\t{min(rs):.4f}\t{max(rs):.4f}\t{goal:.4f}\n")
+
 print()
 print("ratio = the median over the rounds of bloomproxy's req/s (case 4: items/s) divided by its baseline's"
       " in the same round; median req/s = bloomproxy / baseline (medians of the rounds); met compares"
@@ -497,5 +510,37 @@ PY
   echo "- CMS: \`redis-benchmark -r 100000000 CMS.INCRBY $CMS_KEY __rand_int__ 1\` through bloomproxy (CMS.INITBYPROB $CMS_ERROR $CMS_PROB: $CMS_DIMS); floor = the data command the proxy sent upstream for one call on a sketch of the same size, captured with MONITOR and replayed as it is (the same cells every request, without the validation HMGET the proxy sends beside it). The proxy sent: $CMS_UPSTREAM"
   echo "- upstream_connection_errors at the end: ${CONN_ERRORS%, } (must be 0)."
 } | tee "$MD"
+
+# The chart: each case's ratio (median of the rounds, the range over the rounds) and its target.
+PNG="${CSV%.csv}.png"
+if command -v gnuplot >/dev/null && [[ -s "${CSV%.csv}.ratios" ]]; then
+  if gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo; then term=pngcairo; else term=png; fi
+  gnuplot <<GP 2>"$BENCH_TMP/gnuplot.err" || _show_log "$BENCH_TMP/gnuplot.err"
+set terminal $term size 1400,680 noenhanced
+set output "$PNG"
+set datafile separator "\t"
+set title "bloomproxy / its baseline in the same round, $ROUNDS round(s), $STAMP (bench/round2.sh)"
+set style fill solid 0.75 border -1
+set boxwidth 0.6
+set yrange [0:*]
+set grid ytics lc rgb '#dddddd'
+set border 3
+set tics nomirror
+set ylabel "ratio"
+set xtics rotate by -35 left
+set bmargin 11
+set key top right
+plot "${CSV%.csv}.ratios" using 0:2:xtic(1) with boxes lc rgb '#dd8452' title "ratio (median of the rounds)", \
+     "" using 0:2:3:4 with yerrorbars lc rgb 'black' pt -1 title "range over the rounds", \
+     "" using 0:5 with points pt 7 ps 1.6 lc rgb '#c44e52' title "issue's target"
+GP
+  [[ -s "$PNG" ]] && log "chart: ${PNG#"$REPO_ROOT"/}"
+  if ((${PUBLISH:-0})) && [[ -s "$PNG" ]]; then
+    cp "$PNG" "$REPO_ROOT/docs/img/round2.png"
+    log "published to docs/img/round2.png"
+  fi
+else
+  log "no chart (gnuplot not installed: scripts/deps.sh --bench)"
+fi
 
 finish_runs
