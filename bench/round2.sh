@@ -4,9 +4,10 @@
 # order). Per case it reports the medians of the rounds and bloomproxy's ratio to its baseline,
 # computed within each round and then medianed, against the issue's target. See bench/README.md.
 #
-# Usage: bench/round2.sh [--rounds N] [--quick] [--help]
+# Usage: bench/round2.sh [--rounds N] [--quick] [--publish] [--help]
 #   --rounds N   rounds (default 3)
 #   --quick      smoke run: 1 round, a tenth of the requests (a few tens of seconds)
+#   --publish    also copy the chart (gnuplot PNG, next to the CSV) to docs/img/round2.png
 #
 # Cases (c50 unless said; bloomproxy vs. its baseline in the same round)    issue's target
 #    1  BF.ADD -P 16 vs. the floor: BITFIELD 8x SET u1 (fixed offsets) -> redis      >= 1.0
@@ -40,7 +41,6 @@
 #   RSS_LIMIT_KB case 11's target in KiB (default 8192)
 #   ROUNDS       rounds (default 3; --rounds wins)
 #   CASES        the cases to run, e.g. "1 2 4" (default: all; for working on one path)
-#   PUBLISH      1 = also copy the chart to docs/img/round2.png (needs gnuplot)
 #   RUN_TIMEOUT  seconds before one redis-benchmark run is killed (default 600)
 #   BUSY_WARN_PCT  flag runs during which other processes used >= this % of the CPUs (default 15)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS, REDIS_SERVER_BIN, NUTCRACKER_BIN   see bench/lib.sh
@@ -57,7 +57,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; }
 
-parse_round_args "$@"   # ROUNDS, QUICK
+WITH_PUBLISH=1 parse_round_args "$@"   # ROUNDS, QUICK, PUBLISH
 
 N_BF="${N_BF:-500000}"
 N_BF_P1="${N_BF_P1:-200000}"
@@ -529,13 +529,14 @@ set tics nomirror
 set ylabel "ratio"
 set xtics rotate by -35 left
 set bmargin 11
+set rmargin 14
 set key top right
 plot "${CSV%.csv}.ratios" using 0:2:xtic(1) with boxes lc rgb '#dd8452' title "ratio (median of the rounds)", \
      "" using 0:2:3:4 with yerrorbars lc rgb 'black' pt -1 title "range over the rounds", \
      "" using 0:5 with points pt 7 ps 1.6 lc rgb '#c44e52' title "issue's target"
 GP
   [[ -s "$PNG" ]] && log "chart: ${PNG#"$REPO_ROOT"/}"
-  if ((${PUBLISH:-0})) && [[ -s "$PNG" ]]; then
+  if ((PUBLISH)) && [[ -s "$PNG" ]]; then
     cp "$PNG" "$REPO_ROOT/docs/img/round2.png"
     log "published to docs/img/round2.png"
   fi
