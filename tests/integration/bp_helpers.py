@@ -603,13 +603,13 @@ def compare_with_redis(proxy_port, redis_server, payload, nreplies):
 SMALL_QUARANTINE = {"ASAN_OPTIONS": "quarantine_size_mb=4"}
 
 
-def rss_kb(pid):
-    """Resident memory of process `pid`, in KiB."""
+def rss_kb(pid, field="VmRSS"):
+    """Resident memory of process `pid`, in KiB: all of it, or one part (RssAnon: the heap)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+    raise AssertionError(f"no {field}")
 
 
 def ask_without_reading(port, command, count, seconds=5.0):
