@@ -595,9 +595,27 @@ run_rounds() {
 # PORT[TARGET] (-c CLIENTS -P PIPELINE, killed after RUN_TIMEOUT s), appended to the CSV (TEST
 # empty: one row per test redis-benchmark reports, e.g. -t set,get). A failed run is counted in
 # FAILED and left out; if a server the script started is gone, the script stops.
+# run_failed RC ROWS OUT ERR WHAT: true (after counting it in FAILED and logging it) if a
+# redis-benchmark run failed: a non-zero exit, no result rows, or an error reply in its output
+# (redis-benchmark 7 exits non-zero at the first one: "Error from server: ..."). If a server the
+# script started is gone, the script stops.
+run_failed() {
+  local rc="$1" rows="$2" out="$3" err="$4" what="$5" pid
+  if ((rc == 0)) && [[ -n "$rows" ]] && ! grep -qiE '^(error|err )|error from server' "$err" "$out"; then
+    return 1
+  fi
+  FAILED=$((FAILED + 1))
+  log "[$RUN/$TOTAL] $what: FAILED (exit $rc)"
+  _show_log "$err"
+  for pid in "${_BENCH_PIDS[@]}"; do
+    pid_alive "$pid" || die "a server this script started (pid $pid) is gone; aborting"
+  done
+  return 0
+}
+
 redis_bench_run() {
   local r="$1" test="$2" t="$3" n="$4" out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err" rc=0
-  local snap0 snap1 other steal rows load="" pid
+  local snap0 snap1 other steal rows load=""
   shift 4
   RUN=$((RUN + 1))
   _target_args "$t"
@@ -613,15 +631,7 @@ redis_bench_run() {
   # sharding-proxy mode it also warns on stderr that it could not fetch CONFIG: both refuse it).
   rows="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, -v pre="$r" -v t="$t" -v n="$n" -v name="$test" \
     -v post="$other,$steal" '$1 != "test" && NF >= 8 && $2 + 0 > 0 {print pre, (name != "" ? name : $1), t, n, $2, $5, post}')"
-  if ((rc != 0)) || [[ -z "$rows" ]] || grep -qiE '^(error|err )|error from server' "$err" "$out"; then
-    FAILED=$((FAILED + 1))
-    log "[$RUN/$TOTAL] round $r ${test:-SET/GET} $t: FAILED (exit $rc)"
-    _show_log "$err"
-    for pid in "${_BENCH_PIDS[@]}"; do
-      pid_alive "$pid" || die "a server this script started (pid $pid) is gone; aborting"
-    done
-    return 0
-  fi
+  if run_failed "$rc" "$rows" "$out" "$err" "round $r ${test:-SET/GET} $t"; then return 0; fi
   printf '%s\n' "$rows" >>"$CSV"
   ((other + steal >= ${BUSY_WARN_PCT:-15})) && load=" (NOISY: other processes ${other}%, steal ${steal}%)"
   log "[$RUN/$TOTAL] round $r $t: $(awk -F, '{printf "%s%s %.0f", (NR > 1 ? ", " : ""), $2, $5}' <<<"$rows") req/s$load"
@@ -839,6 +849,18 @@ plaintext_refused() {
   [[ "$got" != PONG && "$got" != *ERR* ]] || { log "plain PING to TLS port $1 answered: $got"; return 1; }
 }
 
+# tls_targets_checked DIRECT PROXY: both TLS targets (names in PORT) refuse plaintext; sets
+# CIPHER_REDIS and CIPHER_PROXY to what a client negotiates with each, and logs them.
+tls_targets_checked() {
+  local t
+  for t in "$1" "$2"; do
+    plaintext_refused "${PORT[$t]}" || die "$t answers plaintext: not a TLS port"
+  done
+  CIPHER_REDIS="$(negotiated "${PORT[$1]}")"
+  CIPHER_PROXY="$(negotiated "${PORT[$2]}")"
+  log "TLS negotiated: $1 $CIPHER_REDIS, $2 $CIPHER_PROXY"
+}
+
 # negotiated PORT: "TLSv1.3 TLS_AES_256_GCM_SHA384" (the protocol and cipher a client gets,
 # verified against make_certs' CA).
 negotiated() {
@@ -846,6 +868,17 @@ negotiated() {
     </dev/null 2>/dev/null \
     | awk -F', ' '/^New, / {p = $2; c = $3; sub(/^Cipher is /, "", c)}
                    END {if (p != "" && c != "") print p, c; else print "?"}'
+}
+
+# gnuplot_term: the PNG terminal to draw with: $PLOT_TERM, else pngcairo if gnuplot has it, else png.
+gnuplot_term() {
+  if [[ -n "${PLOT_TERM:-}" ]]; then
+    echo "$PLOT_TERM"
+  elif gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo; then
+    echo pngcairo
+  else
+    echo png
+  fi
 }
 
 # capture_data_command DIR PROXY_PORT REDIS_PORT NAME CALL...: what bloomproxy sends upstream for

@@ -47,10 +47,7 @@ esac
 PNG="${CSV%.csv}.png"
 MD="${CSV%.csv}.md"
 
-TERM_NAME="${PLOT_TERM:-}"
-if [[ -z "$TERM_NAME" ]]; then
-  if gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo; then TERM_NAME=pngcairo; else TERM_NAME=png; fi
-fi
+TERM_NAME="$(gnuplot_term)"
 
 bench_init
 # The Python part writes the data blocks and the gnuplot script; gnuplot draws.

@@ -160,12 +160,7 @@ got="$(redis-cli -c -h 127.0.0.1 -p "${PORT[cluster-direct]}" SET bloombench:san
 [[ "$got" == OK ]] || die "SET through redis-cli -c on the cluster: $got"
 got="$(redis-cli -c -h 127.0.0.1 -p "${PORT[cluster-direct]}" GET bloombench:sanity 2>&1)"
 [[ "$got" == ok ]] || die "GET through redis-cli -c on the cluster: $got"
-for t in tls-direct tls-proxy; do
-  plaintext_refused "${PORT[$t]}" || die "$t answers plaintext: not a TLS port"
-done
-CIPHER_REDIS="$(negotiated "${PORT[tls-direct]}")"
-CIPHER_PROXY="$(negotiated "${PORT[tls-proxy]}")"
-log "TLS negotiated: tls-direct $CIPHER_REDIS, tls-proxy $CIPHER_PROXY"
+tls_targets_checked tls-direct tls-proxy   # CIPHER_REDIS, CIPHER_PROXY
 
 why="$(bf_supported "${PORT[proxy]}")" || die "bloomproxy does not answer BF.* ($why)"
 for key in "$BF_KEY" "$MADD_KEY"; do
@@ -252,7 +247,7 @@ log "bloomproxy RSS after setup: $(for t in "${PROXIES[@]}"; do printf '%s %s Ki
 run_one() {
   local r="$1" case="$2" test="$3" t="$4" c="$5" p="$6" n="$7"
   shift 7
-  local out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err" rc=0 snap0 snap1 other steal rows pid load=""
+  local out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err" rc=0 snap0 snap1 other steal rows load=""
   [[ " ${CASES:-$case} " == *" $case "* ]] || return 0
   RUN=$((RUN + 1))
   _target_args "$t"
@@ -268,14 +263,7 @@ run_one() {
   rows="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, -v pre="$RUN,$r,$case" -v t="$t" -v name="$test" \
     -v mid="$c,$p,$n" -v post="$other,$steal" \
     '$1 != "test" && NF >= 8 && $2 + 0 > 0 {print pre, (name != "" ? name : $1), t, mid, $2, $5, post}')"
-  # (redis-benchmark 7 exits non-zero at the first error reply: "Error from server: ...")
-  if ((rc != 0)) || [[ -z "$rows" ]] || grep -qiE '^(error|err )|error from server' "$err" "$out"; then
-    FAILED=$((FAILED + 1))
-    log "[$RUN/$TOTAL] round $r case $case ${test:-SET/GET} $t: FAILED (exit $rc)"
-    _show_log "$err"
-    for pid in "${_BENCH_PIDS[@]}"; do
-      pid_alive "$pid" || die "a server this script started (pid $pid) is gone; aborting"
-    done
+  if run_failed "$rc" "$rows" "$out" "$err" "round $r case $case ${test:-SET/GET} $t"; then
     return 0
   fi
   printf '%s\n' "$rows" >>"$CSV"
@@ -373,7 +361,8 @@ for row in csv.DictReader(open(path)):
     noisy[k][r] = load >= busy_warn
 
 def med(k):
-    return statistics.median(rps[k]) if rps[k] else None
+    v = rps.get(k)  # (not rps[k]: a case CASES left out must not become an empty entry)
+    return statistics.median(v) if v else None
 
 def per_round(a, b):
     """a/b within each round both were measured, in round order."""
@@ -514,7 +503,7 @@ PY
 # The chart: each case's ratio (median of the rounds, the range over the rounds) and its target.
 PNG="${CSV%.csv}.png"
 if command -v gnuplot >/dev/null && [[ -s "${CSV%.csv}.ratios" ]]; then
-  if gnuplot -e 'set terminal' 2>&1 | grep -qw pngcairo; then term=pngcairo; else term=png; fi
+  term="$(gnuplot_term)"
   gnuplot <<GP 2>"$BENCH_TMP/gnuplot.err" || _show_log "$BENCH_TMP/gnuplot.err"
 set terminal $term size 1400,680 noenhanced
 set output "$PNG"

@@ -71,12 +71,7 @@ for t in $TARGETS; do
   sanity_check "${PORT[$t]}" "$t" ${TARGET_ARGS[$t]:-} \
     || die "$t does not pass a SET/GET round trip; not benchmarking"
 done
-for t in direct-tls proxy-tls; do
-  plaintext_refused "${PORT[$t]}" || die "$t answers plaintext: not a TLS port"
-done
-CIPHER_REDIS="$(negotiated "${PORT[direct-tls]}")"
-CIPHER_PROXY="$(negotiated "${PORT[proxy-tls]}")"
-log "negotiated: direct-tls $CIPHER_REDIS, proxy-tls $CIPHER_PROXY"
+tls_targets_checked direct-tls proxy-tls   # CIPHER_REDIS, CIPHER_PROXY
 
 # Fill ~95% of the keyspace of both redis-servers (the TLS one directly; the proxies read the
 # same keys), so GETs hit from the first round on.

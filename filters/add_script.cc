@@ -106,8 +106,8 @@ void AddScriptRequest::Bit(uint32_t key, uint64_t offset) {
 }
 
 void AddScriptRequest::AddTo(Requests* req, uint32_t link) {
-  std::string out;
-  out.reserve(kAdd.size() + argv_.size() + body_.size() + 64 * (keys_.size() + 1));
+  std::string& out =
+      req->Begin(kAdd.size() + argv_.size() + body_.size() + 64 * (keys_.size() + 1));
   // EVAL script numkeys name keys..., the 5 arguments of argv_, the number of groups, body_.
   protocol::AppendArrayHeader(&out, 4 + static_cast<int64_t>(keys_.size()) + 5 + 1 + argc_);
   protocol::AppendBulk(&out, "EVAL");
@@ -118,7 +118,7 @@ void AddScriptRequest::AddTo(Requests* req, uint32_t link) {
   out += argv_;
   AppendNumber(&out, groups_);
   out += body_;
-  req->AddEncoded(out, "EVAL");
+  req->End("EVAL");
   ReplyCheck& check = req->Last();
   check.kind = ReplyCheck::Kind::kAddResults;
   check.role = ReplyCheck::Role::kAdd;

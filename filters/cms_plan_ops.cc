@@ -98,9 +98,8 @@ void CmsPlan::AddDataRequest(Requests* req) {
     return;
   }
   if (command_ != CmsCommand::kInfo && one_part) {
-    std::string request;
-    EncodeOnePart(write, &request);
-    req->AddEncoded(request, write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO");
+    EncodeOnePart(write, &req->Begin(0));  // (it reserves room for its cells)
+    req->End(write || ShardingProxy() ? "BITFIELD" : "BITFIELD_RO");
     if (write) written_.push_back(meta_->PartKey(0));
     return;
   }

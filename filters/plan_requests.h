@@ -62,14 +62,9 @@ class Requests {
     protocol::AppendCommand(&out_, args);
     Added(args[0]);
   }
-  // A request already encoded (RESP multibulk).
-  void AddEncoded(std::string_view request, std::string_view command) {
-    out_.append(request);
-    Added(command);
-  }
-  // A request encoded in place, for big ones: Begin() gives the buffer with room for `bytes`
-  // more (so that neither this request nor a few small ones after it move it), to which the
-  // request is appended; End() adds it, named `command`.
+  // A request encoded in place (RESP multibulk), for big ones: Begin() gives the buffer with
+  // room for `bytes` more (so that neither this request nor a few small ones after it move it),
+  // to which the request is appended; End() adds it, named `command`.
   std::string& Begin(size_t bytes) {
     out_.reserve(out_.size() + bytes + kSlack);
     return out_;
