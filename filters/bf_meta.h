@@ -51,6 +51,13 @@ struct FilterMeta {
   uint64_t shard_bytes = 0;
   std::vector<LinkParams> links;
   std::vector<int64_t> counts;  // items per link, as last seen (other proxies may add more)
+  // This proxy's tally of BF.EXISTS lookups on the filter lately: how many items were read,
+  // and how many had their first bit set in some link (bf_plan_read.cc's probe).
+  struct ProbeTally {
+    uint32_t read = 0;
+    uint32_t passed = 0;
+  };
+  ProbeTally probes;
 
   // Whether the chain never adds links (BF.RESERVE ... NONSCALING).
   bool nonscaling() const { return (options & kOptNoScaling) != 0; }

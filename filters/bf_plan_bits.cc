@@ -2,6 +2,7 @@
 // shards, the BITFIELD (set) and BITFIELD_RO (read) commands that reach them grouped by shard,
 // the STRLEN checks that the shards they touch have their size, and reading an item's bits
 // back from the replies. Adding, BF.EXISTS and BF.LOADCHUNK use them.
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -50,8 +51,9 @@ char* EncodeBitOp(char* p, bool set, uint64_t offset) {
 
 }  // namespace
 
-// Bit offsets of item `item` in link `link`: appends (shard, offset in the shard).
-void BfPlan::ItemOffsets(size_t item, size_t link,
+// Bit offsets of item `item` in link `link`, of its bits `span` (all, the probe or the rest):
+// appends (shard, offset in the shard).
+void BfPlan::ItemOffsets(size_t item, size_t link, BitSpan span,
                          std::vector<std::pair<uint64_t, uint64_t>>* out) {
   if (hashes_.size() != items_.size()) {
     hashes_.resize(items_.size());
@@ -63,7 +65,9 @@ void BfPlan::ItemOffsets(size_t item, size_t link,
   }
   const LinkParams& p = meta_->links[link];
   const uint64_t shard_bits = meta_->shard_bytes * 8;
-  for (uint32_t i = 0; i < p.k; ++i) {
+  const uint32_t from = span == BitSpan::kRest ? 1 : 0;
+  const uint32_t to = span == BitSpan::kProbe ? std::min<uint32_t>(1, p.k) : p.k;
+  for (uint32_t i = from; i < to; ++i) {
     const uint64_t offset = RedisBitOffset(BitPosition(hashes_[item], i, p.bits));
     out->emplace_back(offset / shard_bits, offset % shard_bits);
   }
@@ -73,8 +77,10 @@ void BfPlan::ItemOffsets(size_t item, size_t link,
 // commands.
 
 // The ops of one BITFIELD (SET u1 <off> 1 per bit) or BITFIELD_RO (GET u1 <off>) per shard
-// of `link` that `items` touch, in item order.
-void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops) {
+// of `link` that `items` touch, in item order: every bit of each item, or the bits `spans`
+// says (one per item, in the order of `items`).
+void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops,
+                      const std::vector<BitSpan>* spans) {
   std::vector<std::pair<uint64_t, uint64_t>> offs;
   ops->shards.clear();
   ops->ops.clear();
@@ -82,12 +88,14 @@ void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops
   ops->command.clear();
   ops->index.clear();
   ops->offsets.clear();
+  ops->ends.clear();
+  ops->ends.reserve(items.size());
   ops->command.reserve(items.size() * ops->k);
   ops->index.reserve(items.size() * ops->k);
   ops->offsets.reserve(items.size() * ops->k);
   for (size_t j = 0; j < items.size(); ++j) {
     offs.clear();
-    ItemOffsets(items[j], link, &offs);
+    ItemOffsets(items[j], link, spans == nullptr ? BitSpan::kAll : (*spans)[j], &offs);
     for (const auto& [shard, off] : offs) {
       size_t c = 0;
       while (c < ops->shards.size() && ops->shards[c] != shard) ++c;
@@ -99,6 +107,7 @@ void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops
       ops->index.push_back(ops->ops[c]++);
       ops->offsets.push_back(off);
     }
+    ops->ends.push_back(static_cast<uint32_t>(ops->offsets.size()));
   }
 }
 
@@ -147,23 +156,37 @@ void BfPlan::AddBitfields(Requests* req, size_t link, bool set, BitOps* ops) {
   }
 }
 
-// STRLEN of the shards `items` touch in `link`, then their BITFIELD commands.
-void BfPlan::AddBitReads(Requests* req, size_t link, const std::vector<size_t>& items,
-                         BitOps* ops) {
-  PlanBits(link, items, ops);
+// STRLEN of the shards `items` touch in `link`, then their BITFIELD commands (of the bits
+// `spans` says, or all).
+void BfPlan::AddBitReads(Requests* req, size_t link, const std::vector<size_t>& items, BitOps* ops,
+                         const std::vector<BitSpan>* spans) {
+  PlanBits(link, items, ops, spans);
   AddShardLengths(req, link, ops->shards);
   AddBitfields(req, link, /*set=*/false, ops);
 }
 
-// True when every bit of the j-th item reads 1 (GET's value, or SET's old value). The
-// replies were checked (kBits).
+// True when op `x` of `ops` reads 1 (GET's value, or SET's old value). The replies were
+// checked (kBits).
+bool BfPlan::OpIsOne(const BitOps& ops, size_t x, StepReplies& replies) {
+  const std::vector<int64_t>* values = replies.Ints(ops.first + ops.command[x]);
+  const size_t op = ops.index[x];
+  return values != nullptr && op < values->size() && (*values)[op] == 1;
+}
+
+// True when every bit read of the j-th item reads 1.
 bool BfPlan::AllOnes(const BitOps& ops, size_t j, StepReplies& replies) {
-  for (size_t x = j * ops.k; x < (j + 1) * ops.k && x < ops.command.size(); ++x) {
-    const std::vector<int64_t>* values = replies.Ints(ops.first + ops.command[x]);
-    const size_t op = ops.index[x];
-    if (values == nullptr || op >= values->size() || (*values)[op] != 1) return false;
+  if (j >= ops.ends.size()) return false;
+  for (size_t x = j == 0 ? 0 : ops.ends[j - 1]; x < ops.ends[j]; ++x) {
+    if (!OpIsOne(ops, x, replies)) return false;
   }
   return true;
+}
+
+// True when the first bit read of the j-th item reads 1.
+bool BfPlan::FirstOne(const BitOps& ops, size_t j, StepReplies& replies) {
+  if (j >= ops.ends.size()) return false;
+  const size_t x = j == 0 ? 0 : ops.ends[j - 1];
+  return x < ops.ends[j] && OpIsOne(ops, x, replies);
 }
 
 }  // namespace bloomproxy::filters::bf_plan_internal

@@ -131,6 +131,9 @@ class BfPlan : public Plan {
 
   // --- the items' bits (bf_plan_bits.cc) --------------------------------------------------
 
+  // Which of an item's bits a read covers: all k, the probe (its first bit), or the rest.
+  enum class BitSpan : uint8_t { kAll, kProbe, kRest };
+
   // Where each item's bits are in the replies of a set of BITFIELD commands.
   struct BitOps {
     std::vector<uint64_t> shards;   // the shard of each command
@@ -139,15 +142,21 @@ class BfPlan : public Plan {
     std::vector<uint32_t> command;  // per op, item-major: the command holding it
     std::vector<uint32_t> index;    // per op: its position in that command
     std::vector<uint64_t> offsets;  // per op: its bit offset in its shard
+    std::vector<uint32_t> ends;     // per item: one past its last op
     size_t first = 0;               // the step's reply index of the first command
   };
 
-  void ItemOffsets(size_t item, size_t link, std::vector<std::pair<uint64_t, uint64_t>>* out);
-  void PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops);
+  void ItemOffsets(size_t item, size_t link, BitSpan span,
+                   std::vector<std::pair<uint64_t, uint64_t>>* out);
+  void PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops,
+                const std::vector<BitSpan>* spans = nullptr);
   void AddShardLengths(Requests* req, size_t link, const std::vector<uint64_t>& shards) const;
   void AddBitfields(Requests* req, size_t link, bool set, BitOps* ops);
-  void AddBitReads(Requests* req, size_t link, const std::vector<size_t>& items, BitOps* ops);
+  void AddBitReads(Requests* req, size_t link, const std::vector<size_t>& items, BitOps* ops,
+                   const std::vector<BitSpan>* spans = nullptr);
+  static bool OpIsOne(const BitOps& ops, size_t x, StepReplies& replies);
   static bool AllOnes(const BitOps& ops, size_t j, StepReplies& replies);
+  static bool FirstOne(const BitOps& ops, size_t j, StepReplies& replies);
 
   // --- adding (bf_plan_add.cc) ------------------------------------------------------------
 
@@ -174,8 +183,11 @@ class BfPlan : public Plan {
 
   // --- reading (bf_plan_read.cc) ----------------------------------------------------------
 
+  bool Probing() const;  // BF.EXISTS reads its items' first bit first
   void ExistsRound(PlanStep* step);
   void OnExistsRound(StepReplies& r, PlanStep* step);
+  void ExistsRest(PlanStep* step);
+  void OnExistsRest(StepReplies& r, PlanStep* step);
   void CountsRound(PlanStep* step);
   void OnCountsRound(StepReplies& r, PlanStep* step);
 
@@ -235,6 +247,11 @@ class BfPlan : public Plan {
   AddStage add_stage_ = AddStage::kSet;
   std::vector<BitOps> check_ops_;
   BitOps set_ops_;
+  // EXISTS state: the bits each item's first read covers; whether the step in flight reads the
+  // rest of the probed items' bits, and which items it reads, by link.
+  std::vector<BitSpan> spans_;
+  bool exists_rest_ = false;
+  std::vector<std::vector<size_t>> rest_items_;
   ChunkPos chunk_;
 };
 

@@ -418,10 +418,23 @@ def test_fake_error_in_the_middle_of_a_pipeline(fake_upstream, proxy, fake_meta)
 
 def test_fake_array_of_the_wrong_length(fake_upstream, proxy, fake_meta):
     _, _, k = fake_meta
-    check_fake(fake_upstream, proxy, fake_meta, when(b"BITFIELD_RO", b"*1\r\n:1\r\n"), [
+    # BF.EXISTS of one item probes its first bit (one op), then reads the k - 1 others where
+    # the probe read 1; BF.MEXISTS of several items reads every bit in one step.
+    check_fake(fake_upstream, proxy, fake_meta, when(b"BITFIELD_RO", b"*2\r\n:1\r\n:1\r\n"), [
         (("BF.EXISTS", "f", "a"), nonsense(
             b"BITFIELD_RO of link 0 shard 0",
-            b"expected an array of %d integers 0 or 1, got an array of 1" % k)),
+            b"expected an array of 1 integers 0 or 1, got an array of 2")),
+    ])
+    probe, rest = when(b"BITFIELD_RO", b"*1\r\n:1\r\n"), when(b"BITFIELD_RO", b"*1\r\n:1\r\n")
+    check_fake(fake_upstream, proxy, fake_meta, lambda args: probe(args) or rest(args), [
+        (("BF.EXISTS", "f", "a"), nonsense(
+            b"BITFIELD_RO of link 0 shard 0",
+            b"expected an array of %d integers 0 or 1, got an array of 1" % (k - 1))),
+    ])
+    check_fake(fake_upstream, proxy, fake_meta, when(b"BITFIELD_RO", b"*1\r\n:1\r\n"), [
+        (("BF.MEXISTS", "f", "a", "b"), nonsense(
+            b"BITFIELD_RO of link 0 shard 0",
+            b"expected an array of %d integers 0 or 1, got an array of 1" % (2 * k))),
     ])
     check_fake(fake_upstream, proxy, fake_meta,
                when(b"BITFIELD", b"*%d\r\n" % (k + 1) + b":0\r\n" * (k + 1)), [
@@ -482,7 +495,7 @@ def test_fake_nonsense_while_other_clients_are_served(fake_upstream, proxy, fake
     wait_until(lambda: sum(1 for a in fake.seen if a[0] == b"INFO") >= 2, 5, what="handshake")
     with p.raw() as bf, p.raw() as other:
         for i in range(20):
-            fake.inject = when(b"BITFIELD_RO", [b":1\r\n", b"*1\r\n:1\r\n", b"-ERR x\r\n",
+            fake.inject = when(b"BITFIELD_RO", [b":1\r\n", b"*2\r\n:1\r\n:1\r\n", b"-ERR x\r\n",
                                                 b"$-1\r\n"][i % 4])
             got = bf.command("BF.EXISTS", "f", "item%d" % i)
             assert_is_error(got, "BF.EXISTS")

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "filters/add_script.h"
@@ -275,6 +276,7 @@ class BfPlanInjectionTest : public BfPlanTest {
         cache_ = FilterCache();
         warm_ = true;
         MakeFilter();
+        if (prepare_) prepare_();
         warm_ = warm;
         const std::string count_before = redis_.strings[Count()];
         redis_.override = Replace(c.command, c.reply);
@@ -287,9 +289,32 @@ class BfPlanInjectionTest : public BfPlanTest {
     }
   }
   std::string Bits0() const { return "BITFIELD_RO of link 0 shard 0"; }
+  // The proxy's tally says most lookups of "f" are of items it has: BF.EXISTS reads every bit
+  // in one step (no probe).
+  void ReadWhole() { cache_.Find("f")->probes = {100, 100}; }
+  std::function<void()> prepare_;  // run on the filter before each case
 };
 
+// Replies of the wrong kind or length for a BITFIELD_RO of `n` ops.
+std::vector<std::pair<std::string, std::string>> BadBitReplies(int n) {
+  const std::string want = "expected an array of " + std::to_string(n) + " integers 0 or 1, ";
+  std::string longer = "*" + std::to_string(n + 1) + "\r\n";
+  for (int i = 0; i <= n; ++i) longer += ":1\r\n";
+  std::string two = "*" + std::to_string(n) + "\r\n";
+  for (int i = 1; i < n; ++i) two += ":1\r\n";
+  two += ":2\r\n";
+  return {{":1\r\n", want + "got the integer 1"},
+          {longer, want + "got an array of " + std::to_string(n + 1)},
+          {"*0\r\n", want + "got an array of 0"},
+          {"*-1\r\n", want + "got a nil array"},
+          {"$-1\r\n", want + "got nil"},
+          {"+OK\r\n", want + "got the status 'OK'"},
+          {two, "expected bits 0 or 1, got the integer 2"},
+          {"-ERR injected\r\n", "ERR injected"}};
+}
+
 TEST_F(BfPlanInjectionTest, ExistsNeverAnswersFromNonsense) {
+  prepare_ = [this] { ReadWhole(); };
   const std::string k = std::to_string(8);  // ops per item (k of a 1 % link)
   std::string ints_of_bulks = "*8\r\n";
   for (int i = 0; i < 8; ++i) ints_of_bulks += "$1\r\n1\r\n";
@@ -355,6 +380,24 @@ TEST_F(BfPlanInjectionTest, ExistsNeverAnswersFromNonsense) {
         {{"BITFIELD_RO", "*8\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n",
           Nonsense(Bits0(), "expected an array of 16 integers 0 or 1, got an array of 8")}},
         kCachedOnly);
+}
+
+// Probing, BF.EXISTS of an item the filter has reads its first bit (1 op), then its 7 others:
+// a reply that makes no sense in either step ends the command with an error.
+TEST_F(BfPlanInjectionTest, ExistsProbeStepsNeverAnswerFromNonsense) {
+  for (const auto& [nth, n] : {std::pair{1, 1}, std::pair{2, 7}}) {
+    SCOPED_TRACE("BITFIELD_RO number " + std::to_string(nth));
+    for (const auto& [reply, why] : BadBitReplies(n)) {
+      SCOPED_TRACE(reply);
+      redis_ = MiniRedis();
+      cache_ = FilterCache();
+      MakeFilter();
+      redis_.override = Replace("BITFIELD_RO", reply, nth);
+      EXPECT_EQ(Bf({"BF.EXISTS", "f", "a"}), Nonsense(Bits0(), why));
+      EXPECT_EQ(redis_.calls["BITFIELD_RO"], nth);
+      redis_.override = nullptr;
+    }
+  }
 }
 
 TEST_F(BfPlanInjectionTest, MetadataRepliesThatMakeNoSense) {
@@ -740,8 +783,9 @@ TEST_F(BfPlanTest, BatchOfSeveralCommandsGetsTheErrorEach) {
   const std::string reply =
       Run(MakeBatchPlan(request, {{0, 1, false}, {1, 2, true}}, &cache_, &config_), &plan);
   std::unique_ptr<Plan> owned(plan);
+  // a's first bit (a single-item member is probed), b's and zz's 8 bits.
   EXPECT_EQ(reply, Nonsense("BITFIELD_RO of link 0 shard 0",
-                            "expected an array of 24 integers 0 or 1, got the integer 1"));
+                            "expected an array of 17 integers 0 or 1, got the integer 1"));
   // No reply of its own for any member: the runner gives each the error.
   EXPECT_TRUE(owned->MemberReplies().empty());
 }
