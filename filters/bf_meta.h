@@ -52,10 +52,22 @@ struct FilterMeta {
   std::vector<LinkParams> links;
   std::vector<int64_t> counts;  // items per link, as last seen (other proxies may add more)
   // This proxy's tally of BF.EXISTS lookups on the filter lately: how many items were read,
-  // and how many had their first bit set in some link (bf_plan_read.cc's probe).
+  // and how many had their first bit set in some link. BF.EXISTS probes that bit first while
+  // at most half of them did (bf_plan_read.cc).
   struct ProbeTally {
     uint32_t read = 0;
     uint32_t passed = 0;
+    bool Probing() const { return static_cast<uint64_t>(passed) * 2 <= read; }
+    // One item read; the tally halves past kWindow items, to follow the lookups of the moment.
+    void Count(bool first_bit_set) {
+      ++read;
+      passed += first_bit_set ? 1 : 0;
+      if (read >= kWindow) {
+        read /= 2;
+        passed /= 2;
+      }
+    }
+    static constexpr uint32_t kWindow = 4096;
   };
   ProbeTally probes;
 

@@ -88,8 +88,8 @@ void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops
   ops->command.clear();
   ops->index.clear();
   ops->offsets.clear();
-  ops->ends.clear();
-  ops->ends.reserve(items.size());
+  ops->starts.assign(1, 0);
+  ops->starts.reserve(items.size() + 1);
   ops->command.reserve(items.size() * ops->k);
   ops->index.reserve(items.size() * ops->k);
   ops->offsets.reserve(items.size() * ops->k);
@@ -107,7 +107,7 @@ void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops
       ops->index.push_back(ops->ops[c]++);
       ops->offsets.push_back(off);
     }
-    ops->ends.push_back(static_cast<uint32_t>(ops->offsets.size()));
+    ops->starts.push_back(static_cast<uint32_t>(ops->offsets.size()));
   }
 }
 
@@ -175,8 +175,8 @@ bool BfPlan::OpIsOne(const BitOps& ops, size_t x, StepReplies& replies) {
 
 // True when every bit read of the j-th item reads 1.
 bool BfPlan::AllOnes(const BitOps& ops, size_t j, StepReplies& replies) {
-  if (j >= ops.ends.size()) return false;
-  for (size_t x = j == 0 ? 0 : ops.ends[j - 1]; x < ops.ends[j]; ++x) {
+  if (j + 1 >= ops.starts.size()) return false;
+  for (size_t x = ops.starts[j]; x < ops.starts[j + 1]; ++x) {
     if (!OpIsOne(ops, x, replies)) return false;
   }
   return true;
@@ -184,9 +184,8 @@ bool BfPlan::AllOnes(const BitOps& ops, size_t j, StepReplies& replies) {
 
 // True when the first bit read of the j-th item reads 1.
 bool BfPlan::FirstOne(const BitOps& ops, size_t j, StepReplies& replies) {
-  if (j >= ops.ends.size()) return false;
-  const size_t x = j == 0 ? 0 : ops.ends[j - 1];
-  return x < ops.ends[j] && OpIsOne(ops, x, replies);
+  return j + 1 < ops.starts.size() && ops.starts[j] < ops.starts[j + 1] &&
+         OpIsOne(ops, ops.starts[j], replies);
 }
 
 }  // namespace bloomproxy::filters::bf_plan_internal

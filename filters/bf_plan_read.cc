@@ -14,14 +14,6 @@
 
 namespace bloomproxy::filters::bf_plan_internal {
 
-namespace {
-
-// The tally of probes (FilterMeta::ProbeTally) halves past this many items, so that it follows
-// the lookups of the moment.
-constexpr uint32_t kProbeWindow = 4096;
-
-}  // namespace
-
 // EXISTS / MEXISTS: one BITFIELD_RO per link and shard for all the items (each shard's size
 // checked in the same pipeline), in one step.
 //
@@ -37,7 +29,7 @@ constexpr uint32_t kProbeWindow = 4096;
 // are read whole in the first step, so that its answers are all of the same moment.
 void BfPlan::ExistsRound(PlanStep* step) {
   exists_rest_ = false;
-  const bool probing = Probing();
+  const bool probing = meta_->probes.Probing();
   spans_.assign(items_.size(), BitSpan::kAll);
   if (probing) {
     for (const BfMember& m : members_) {
@@ -55,11 +47,6 @@ void BfPlan::ExistsRound(PlanStep* step) {
   EndStep(step);
 }
 
-bool BfPlan::Probing() const {
-  const FilterMeta::ProbeTally& t = meta_->probes;
-  return static_cast<uint64_t>(t.passed) * 2 <= t.read;
-}
-
 // The replies were checked (CheckReplies). Items read whole are answered; probed items whose
 // probe read 1 in some link go to the second step (ExistsRest).
 void BfPlan::OnExistsRound(StepReplies& r, PlanStep* step) {
@@ -67,7 +54,6 @@ void BfPlan::OnExistsRound(StepReplies& r, PlanStep* step) {
   results_.assign(items_.size(), kRes0);
   rest_items_.assign(check_ops_.size(), {});
   bool rest = false;
-  FilterMeta::ProbeTally& tally = meta_->probes;
   for (size_t j = 0; j < items_.size(); ++j) {
     bool passed = false;
     for (size_t l = 0; l < check_ops_.size() && results_[j] == kRes0; ++l) {
@@ -80,12 +66,7 @@ void BfPlan::OnExistsRound(StepReplies& r, PlanStep* step) {
         rest = true;
       }
     }
-    ++tally.read;
-    if (passed) ++tally.passed;
-  }
-  if (tally.read >= kProbeWindow) {
-    tally.read /= 2;
-    tally.passed /= 2;
+    meta_->probes.Count(passed);
   }
   if (rest) return ExistsRest(step);
   FinishMembers(step);

@@ -142,7 +142,7 @@ class BfPlan : public Plan {
     std::vector<uint32_t> command;  // per op, item-major: the command holding it
     std::vector<uint32_t> index;    // per op: its position in that command
     std::vector<uint64_t> offsets;  // per op: its bit offset in its shard
-    std::vector<uint32_t> ends;     // per item: one past its last op
+    std::vector<uint32_t> starts;   // per item, its first op; then one past the last op
     size_t first = 0;               // the step's reply index of the first command
   };
 
@@ -183,7 +183,6 @@ class BfPlan : public Plan {
 
   // --- reading (bf_plan_read.cc) ----------------------------------------------------------
 
-  bool Probing() const;  // BF.EXISTS reads its items' first bit first
   void ExistsRound(PlanStep* step);
   void OnExistsRound(StepReplies& r, PlanStep* step);
   void ExistsRest(PlanStep* step);
