@@ -115,7 +115,9 @@ class Hazards:
             expect(c.command("PING"), Simple(b"PONG"), "PING after MONITOR + RESET")
 
     def pubsub(self, c, rng):
-        ch = f"hz:{rng.randrange(1000)}"
+        # A channel of this action alone: a message another client publishes to it would come
+        # before the UNSUBSCRIBE confirmation, as Redis sends it.
+        ch = f"hz:{threading.get_ident()}:{rng.randrange(1000)}"
         kind = rng.choice(["SUBSCRIBE", "PSUBSCRIBE"])
         c.send(cmd(kind, ch))
         reply = c.read_reply()
