@@ -78,7 +78,7 @@ void BfPlan::ItemOffsets(size_t item, size_t link, BitSpan span,
 
 // The ops of one BITFIELD (SET u1 <off> 1 per bit) or BITFIELD_RO (GET u1 <off>) per shard
 // of `link` that `items` touch, in item order: every bit of each item, or the bits `spans`
-// says (one per item, in the order of `items`).
+// says (indexed by item).
 void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops,
                       const std::vector<BitSpan>* spans) {
   std::vector<std::pair<uint64_t, uint64_t>> offs;
@@ -95,7 +95,7 @@ void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops
   ops->offsets.reserve(items.size() * ops->k);
   for (size_t j = 0; j < items.size(); ++j) {
     offs.clear();
-    ItemOffsets(items[j], link, spans == nullptr ? BitSpan::kAll : (*spans)[j], &offs);
+    ItemOffsets(items[j], link, spans == nullptr ? BitSpan::kAll : (*spans)[items[j]], &offs);
     for (const auto& [shard, off] : offs) {
       size_t c = 0;
       while (c < ops->shards.size() && ops->shards[c] != shard) ++c;

@@ -75,13 +75,14 @@ void BfPlan::OnExistsRound(StepReplies& r, PlanStep* step) {
 // The second step: the other bits of the probed items, in the links where their probe read 1.
 void BfPlan::ExistsRest(PlanStep* step) {
   exists_rest_ = true;
+  for (BitSpan& s : spans_) {
+    if (s == BitSpan::kProbe) s = BitSpan::kRest;
+  }
   Requests& req = BeginStep(step);
   AddValidation(&req);
   check_ops_.assign(meta_->links.size(), {});
   for (size_t l = 0; l < rest_items_.size(); ++l) {
-    if (rest_items_[l].empty()) continue;
-    const std::vector<BitSpan> spans(rest_items_[l].size(), BitSpan::kRest);
-    AddBitReads(&req, l, rest_items_[l], &check_ops_[l], &spans);
+    if (!rest_items_[l].empty()) AddBitReads(&req, l, rest_items_[l], &check_ops_[l], &spans_);
   }
   EndStep(step);
 }

@@ -246,8 +246,9 @@ class BfPlan : public Plan {
   AddStage add_stage_ = AddStage::kSet;
   std::vector<BitOps> check_ops_;
   BitOps set_ops_;
-  // EXISTS state: the bits each item's first read covers; whether the step in flight reads the
-  // rest of the probed items' bits, and which items it reads, by link.
+  // EXISTS state: the bits of each item the step in flight reads (the probe, then the rest);
+  // whether that step reads the rest of the probed items' bits, and which items it reads, by
+  // link.
   std::vector<BitSpan> spans_;
   bool exists_rest_ = false;
   std::vector<std::vector<size_t>> rest_items_;
