@@ -57,11 +57,7 @@ BF_ERROR=0.01 BF_CAPACITY=10000000
 # the middle of each eighth of a 95,850,000-bit key (0.01 / 10M at 9.585 bits per item): the
 # same 8 cache lines on every request, hence an optimistic floor.
 FLOOR_BITS=95850000 FLOOR_K=8
-FLOOR_OFFSETS=()
-FLOOR_SEG=$((FLOOR_BITS / FLOOR_K))
-for ((i = 0; i < FLOOR_K; i++)); do FLOOR_OFFSETS+=($((FLOOR_SEG * i + FLOOR_SEG / 2))); done
-FLOOR_ADD=(BITFIELD "$FLOOR_KEY") FLOOR_EXISTS=(BITFIELD_RO "$FLOOR_KEY")
-for o in "${FLOOR_OFFSETS[@]}"; do FLOOR_ADD+=(SET u1 "$o" 1); FLOOR_EXISTS+=(GET u1 "$o"); done
+bf_floor_commands
 
 command -v redis-benchmark >/dev/null || die "redis-benchmark not found"
 command -v redis-cli >/dev/null || die "redis-cli not found"
@@ -142,11 +138,7 @@ fi
 if ((BF)); then
   got="$(redis-cli -h 127.0.0.1 -p "${PORT[proxy]}" BF.RESERVE "$BF_KEY" "$BF_ERROR" "$BF_CAPACITY" 2>&1)"
   [[ "$got" == OK ]] || die "BF.RESERVE $BF_KEY $BF_ERROR $BF_CAPACITY through bloomproxy: $got (BF=0 skips the BF cases)"
-  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SETBIT "$FLOOR_KEY" $((FLOOR_BITS - 1)) 0 >/dev/null
-  got="$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "${FLOOR_ADD[@]}" 2>&1 | wc -l)"
-  ((got == FLOOR_K)) || die "${FLOOR_ADD[*]} straight to redis did not reply $FLOOR_K integers"
-  got="$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "${FLOOR_EXISTS[@]}" 2>&1 | sort -u | tr '\n' ' ')"
-  [[ "$got" == "1 " ]] || die "${FLOOR_EXISTS[*]} straight to redis replied '$got', expected $FLOOR_K x 1"
+  create_bf_floor "$REDIS_PORT"
   log "reserved $BF_KEY ($BF_ERROR, $BF_CAPACITY) through bloomproxy; floor key $FLOOR_KEY:" \
     "$FLOOR_BITS bits, fixed offsets ${FLOOR_OFFSETS[*]}"
   for cmd in BF.ADD BF.EXISTS; do

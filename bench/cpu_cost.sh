@@ -39,15 +39,11 @@ done
 # The filter and the floor as in round2.sh: a filter never scaling during the runs; the floor a
 # plain string the size of such a filter, 8 fixed offsets (the middle of each eighth).
 BF_KEY=bfk FLOOR_KEY=bfk2 BF_ERROR=0.01 BF_CAPACITY=10000000 FLOOR_BITS=95850000 FLOOR_K=8
-FLOOR_ADD=(BITFIELD "$FLOOR_KEY")
-for ((i = 0; i < FLOOR_K; i++)); do
-  FLOOR_ADD+=(SET u1 $(((2 * i + 1) * FLOOR_BITS / (2 * FLOOR_K))) 1)
-done
+bf_floor_commands
 
 results_files cpu_cost   # STAMP, CSV, MD
 bench_init
 check_host_idle
-rcli() { redis-cli -h 127.0.0.1 -p "$1" "${@:2}"; }
 
 start_redis
 start_bloomproxy "$REDIS_PORT"
@@ -55,17 +51,13 @@ start_nutcracker "$REDIS_PORT"
 declare -A PORT=([direct]="$REDIS_PORT" [floor]="$REDIS_PORT" [proxy]="$PROXY_PORT"
   [twemproxy]="$TWEM_PORT")
 declare -A MIDDLE=([direct]=0 [floor]=0 [proxy]="$PROXY_PID" [twemproxy]="$TWEM_PID")
+declare -A TARGET_ARGS=()
 for t in direct proxy twemproxy; do
   sanity_check "${PORT[$t]}" "$t" || die "$t does not pass a SET/GET round trip; not benchmarking"
 done
-why="$(bf_supported "$PROXY_PORT")" || die "bloomproxy does not answer BF.* ($why)"
-got="$(rcli "$PROXY_PORT" BF.RESERVE "$BF_KEY" "$BF_ERROR" "$BF_CAPACITY" 2>&1)"
-[[ "$got" == OK ]] || die "BF.RESERVE $BF_KEY through bloomproxy: $got"
-rcli "$REDIS_PORT" SETBIT "$FLOOR_KEY" $((FLOOR_BITS - 1)) 0 >/dev/null
-got="$(rcli "$REDIS_PORT" "${FLOOR_ADD[@]}" 2>&1 | grep -cx '[01]')" || true
-((got == FLOOR_K)) || die "the BF.ADD floor straight to redis did not reply $FLOOR_K integers"
-redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t set -n $((3 * KEYSPACE)) -c 20 -P 32 \
-  -r "$KEYSPACE" -d "$DATASIZE" -q --csv >/dev/null 2>&1 || die "the keyspace prefill failed"
+reserve_bench_filter proxy
+create_bf_floor "$REDIS_PORT"
+prefill_keyspace direct
 for t in direct proxy twemproxy; do
   redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" -t get -n 5000 -c 10 -r "$KEYSPACE" -q >/dev/null 2>&1
 done
@@ -139,8 +131,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
   run_one "$r" 5 floor 50 1 "$N_BF_P1" "${FLOOR_ADD[@]}"
 done
 ELAPSED=$((SECONDS - START_SECONDS))
-nf="$(rcli "$PROXY_PORT" BF.INFO "$BF_KEY" FILTERS)"
-[[ "$nf" == 1 ]] || log "warning: $BF_KEY now has $nf sub-filters (more items than its capacity)"
+check_bench_filter proxy
 
 {
   echo "## Where the CPU goes ($STAMP)"

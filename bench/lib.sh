@@ -546,6 +546,31 @@ reserve_bench_filter() {
   done
 }
 
+# bf_floor_commands -> FLOOR_OFFSETS, FLOOR_ADD, FLOOR_EXISTS (arrays): the BF floors of
+# compare.sh, round2.sh and cpu_cost.sh, one BITFIELD (SET u1 ... 1) / BITFIELD_RO (GET u1 ...)
+# on FLOOR_KEY per item, at FLOOR_K fixed offsets (the middle of each FLOOR_K-th of FLOOR_BITS).
+# redis-benchmark cannot randomise BITFIELD offsets: __rand_int__ becomes a 12-digit zero-padded
+# number, which Redis rejects as a bit offset.
+bf_floor_commands() {
+  local i o seg=$((FLOOR_BITS / FLOOR_K))
+  FLOOR_OFFSETS=() FLOOR_ADD=(BITFIELD "$FLOOR_KEY") FLOOR_EXISTS=(BITFIELD_RO "$FLOOR_KEY")
+  for ((i = 0; i < FLOOR_K; i++)); do
+    o=$((seg * i + seg / 2))
+    FLOOR_OFFSETS+=("$o") FLOOR_ADD+=(SET u1 "$o" 1) FLOOR_EXISTS+=(GET u1 "$o")
+  done
+}
+
+# create_bf_floor REDIS_PORT: allocate FLOOR_KEY (FLOOR_BITS bits) straight in Redis and check
+# that the floors (bf_floor_commands) answer FLOOR_K integers, the lookup all 1 after the add.
+create_bf_floor() {
+  local got
+  redis-cli -h 127.0.0.1 -p "$1" SETBIT "$FLOOR_KEY" $((FLOOR_BITS - 1)) 0 >/dev/null
+  got="$(redis-cli -h 127.0.0.1 -p "$1" "${FLOOR_ADD[@]}" 2>&1 | grep -cx '[01]')" || true
+  ((got == FLOOR_K)) || die "${FLOOR_ADD[*]} straight to redis did not reply $FLOOR_K integers"
+  got="$(redis-cli -h 127.0.0.1 -p "$1" "${FLOOR_EXISTS[@]}" 2>&1 | sort -u | paste -sd' ')"
+  [[ "$got" == 1 ]] || die "${FLOOR_EXISTS[*]} straight to redis replied '$got', expected $FLOOR_K x 1"
+}
+
 # check_bench_filter TARGET...: warn if the filter (BF_KEY) scaled through any TARGET.
 check_bench_filter() {
   local t nf

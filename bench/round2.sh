@@ -97,13 +97,8 @@ redis-benchmark --help 2>&1 | grep -q -- '--cacert' || die "this redis-benchmark
 # optimistic floor.
 BF_KEY=bfk MADD_KEY=bfkm FLOOR_KEY=bfk2 BF_ERROR=0.01 BF_CAPACITY=10000000
 FLOOR_BITS=95850000 FLOOR_K=8
-FLOOR_ADD=(BITFIELD "$FLOOR_KEY") FLOOR_EXISTS=(BITFIELD_RO "$FLOOR_KEY") FLOOR_MADD=(BITFIELD "$FLOOR_KEY")
-FLOOR_OFFSETS=()
-seg=$((FLOOR_BITS / FLOOR_K))
-for ((i = 0; i < FLOOR_K; i++)); do
-  o=$((seg * i + seg / 2))
-  FLOOR_OFFSETS+=("$o") FLOOR_ADD+=(SET u1 "$o" 1) FLOOR_EXISTS+=(GET u1 "$o")
-done
+bf_floor_commands
+FLOOR_MADD=(BITFIELD "$FLOOR_KEY")
 MADD_OPS=$((MADD_BATCH * FLOOR_K))
 seg=$((FLOOR_BITS / MADD_OPS))
 for ((i = 0; i < MADD_OPS; i++)); do
@@ -167,11 +162,7 @@ for key in "$BF_KEY" "$MADD_KEY"; do
   got="$(rcli "${PORT[proxy]}" BF.RESERVE "$key" "$BF_ERROR" "$BF_CAPACITY" 2>&1)"
   [[ "$got" == OK ]] || die "BF.RESERVE $key $BF_ERROR $BF_CAPACITY through bloomproxy: $got"
 done
-rcli "$REDIS_PORT" SETBIT "$FLOOR_KEY" $((FLOOR_BITS - 1)) 0 >/dev/null
-got="$(rcli "$REDIS_PORT" "${FLOOR_ADD[@]}" 2>&1 | grep -cx '[01]')" || true
-((got == FLOOR_K)) || die "the BF.ADD floor straight to redis did not reply $FLOOR_K integers"
-got="$(rcli "$REDIS_PORT" "${FLOOR_EXISTS[@]}" 2>&1 | sort -u | paste -sd' ')"
-[[ "$got" == 1 ]] || die "the BF.EXISTS floor straight to redis replied '$got', expected $FLOOR_K x 1"
+create_bf_floor "$REDIS_PORT"
 got="$(rcli "$REDIS_PORT" "${FLOOR_MADD[@]}" 2>&1 | grep -cx '[01]')" || true
 ((got == MADD_OPS)) || die "the BF.MADD floor straight to redis did not reply $MADD_OPS integers"
 madd_check=(BF.MADD "$MADD_KEY")
