@@ -276,7 +276,7 @@ class BfPlanInjectionTest : public BfPlanTest {
         cache_ = FilterCache();
         warm_ = true;
         MakeFilter();
-        if (prepare_) prepare_();
+        if (read_whole_) ReadWhole();
         warm_ = warm;
         const std::string count_before = redis_.strings[Count()];
         redis_.override = Replace(c.command, c.reply);
@@ -292,7 +292,7 @@ class BfPlanInjectionTest : public BfPlanTest {
   // The proxy's tally says most lookups of "f" are of items it has: BF.EXISTS reads every bit
   // in one step (no probe).
   void ReadWhole() { cache_.Find("f")->probes = {100, 100}; }
-  std::function<void()> prepare_;  // run on the filter before each case
+  bool read_whole_ = false;  // each case starts with ReadWhole()
 };
 
 // Replies of the wrong kind or length for a BITFIELD_RO of `n` ops.
@@ -314,7 +314,7 @@ std::vector<std::pair<std::string, std::string>> BadBitReplies(int n) {
 }
 
 TEST_F(BfPlanInjectionTest, ExistsNeverAnswersFromNonsense) {
-  prepare_ = [this] { ReadWhole(); };
+  read_whole_ = true;
   const std::string k = std::to_string(8);  // ops per item (k of a 1 % link)
   std::string ints_of_bulks = "*8\r\n";
   for (int i = 0; i < 8; ++i) ints_of_bulks += "$1\r\n1\r\n";
