@@ -198,10 +198,7 @@ run_client() {
     "$BF_CLIENT" -p "$(port_for "$t")" -m "$mode" -k "$key" -c "$CLIENTS" -P "$p" -t "$DURATION" \
     -b "$MADD_BATCH" --capacity "$FILTER_CAPACITY" --error "$FILTER_ERROR" >"$out" 2>"$err" || rc=$?
   snap1="$(cpu_snapshot)"
-  if ((rc == 130 || rc == 143)); then
-    log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
-    exit 130
-  fi
+  exit_if_interrupted "$rc"
   line="$(grep '^mode=' "$out" || true)"
   if ((rc != 0)) || [[ -z "$line" ]]; then
     FAILED=$((FAILED + 1))
@@ -229,10 +226,7 @@ run_rb() {
     redis-benchmark -h 127.0.0.1 -p "$port" -r 100000000 -n "$BENCH_N" -c "$CLIENTS" -P 16 -q --csv \
     "$@" >"$out" 2>"$err" || rc=$?
   snap1="$(cpu_snapshot)"
-  if ((rc == 130 || rc == 143)); then
-    log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
-    exit 130
-  fi
+  exit_if_interrupted "$rc"
   # "BF.ADD bfk __rand_int__","171821.30","4.360",...
   rps="$(tr -d '"\r' <"$out" | awk -F, 'NR > 1 && $2 + 0 > 0 {print $2; exit}')"
   if ((rc != 0)) || [[ -z "$rps" ]] || grep -qiE '^(error|err )|error from server' "$err"; then

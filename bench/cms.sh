@@ -156,10 +156,7 @@ run_one() {
     redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" -c "$CLIENTS" -P "$p" -q --csv "$@" \
     >"$out" 2>"$err" || rc=$?
   snap1="$(cpu_snapshot)"
-  if ((rc == 130 || rc == 143)); then
-    log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
-    exit 130
-  fi
+  exit_if_interrupted "$rc"
   read -r other steal <<<"$(other_load "$snap0" "$snap1")"
   # "CMS.INCRBY cmsk __rand_int__ 1","171821.30","0.270","0.080","0.255",...
   row="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, 'NR > 1 && NF >= 8 && $2 + 0 > 0 {print $2, $5; exit}')"

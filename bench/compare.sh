@@ -178,10 +178,7 @@ run_one() {
   snap1="$(cpu_snapshot)"
   # CTRL-C reaches redis-benchmark too (exit 130). Our INT trap normally fires as well, but
   # not if SIGINT was ignored when the script started (launched in the background)...
-  if ((rc == 130 || rc == 143)); then
-    log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
-    exit 130
-  fi
+  exit_if_interrupted "$rc"
   # Lines look like: "SET","93457.95","0.309","0.080","0.279","0.479","1.023","1.751"
   # (for a custom command the first field is the whole command line).
   read -r other steal <<<"$(other_load "$snap0" "$snap1")"

@@ -105,7 +105,7 @@ run_one() {
       || exit $?
     times >"$times" ) || rc=$?
   after="$(cpu_ticks "$REDIS_PID" "${MIDDLE[$t]}")"
-  ((rc == 130 || rc == 143)) && { log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"; exit 130; }
+  exit_if_interrupted "$rc"
   rows="$(tr -d '"\r' <"$out" | awk -F, '$1 != "test" && NF >= 8 && $2 + 0 > 0 {print $2}')"
   if run_failed "$rc" "$rows" "$out" "$err" "round $r case $case $t"; then return 0; fi
   # `times` prints "0m1.230s 0m0.450s" for the shell, then for its children.

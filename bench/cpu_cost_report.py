@@ -34,7 +34,7 @@ RATIOS = [
 MIDDLES = ("proxy", "twemproxy")
 
 
-def per_request(row, ncpu, tck):
+def per_request(row, tck):
     """The run's cost in µs of CPU per request, by process, and how busy the machine was."""
     n = int(row["requests"])
 
@@ -73,7 +73,7 @@ def main():
     with open(path) as f:
         for row in csv.DictReader(f):
             runs[(row["case"], row["target"])].append(
-                (float(row["rps"]), per_request(row, ncpu, tck)))
+                (float(row["rps"]), per_request(row, tck)))
 
     med = {}
     for key, rs in runs.items():

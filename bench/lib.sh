@@ -616,10 +616,15 @@ run_rounds() {
   done
 }
 
-# redis_bench_run ROUND TEST TARGET REQUESTS [redis-benchmark args...]: one run against
-# PORT[TARGET] (-c CLIENTS -P PIPELINE, killed after RUN_TIMEOUT s), appended to the CSV (TEST
-# empty: one row per test redis-benchmark reports, e.g. -t set,get). A failed run is counted in
-# FAILED and left out; if a server the script started is gone, the script stops.
+# exit_if_interrupted RC: a run that exited 130 or 143 (SIGINT or SIGTERM: the script was
+# interrupted; a run that times out exits 124) stops the script, pointing to the partial CSV.
+exit_if_interrupted() {
+  if (($1 == 130 || $1 == 143)); then
+    log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
+    exit 130
+  fi
+}
+
 # run_failed RC ROWS OUT ERR WHAT: true (after counting it in FAILED and logging it) if a
 # redis-benchmark run failed: a non-zero exit, no result rows, or an error reply in its output
 # (redis-benchmark 7 exits non-zero at the first one: "Error from server: ..."). If a server the
@@ -638,6 +643,10 @@ run_failed() {
   return 0
 }
 
+# redis_bench_run ROUND TEST TARGET REQUESTS [redis-benchmark args...]: one run against
+# PORT[TARGET] (-c CLIENTS -P PIPELINE, killed after RUN_TIMEOUT s), appended to the CSV (TEST
+# empty: one row per test redis-benchmark reports, e.g. -t set,get). A failed run is counted in
+# FAILED and left out; if a server the script started is gone, the script stops.
 redis_bench_run() {
   local r="$1" test="$2" t="$3" n="$4" out="$BENCH_TMP/run.out" err="$BENCH_TMP/run.err" rc=0
   local snap0 snap1 other steal rows load=""
@@ -649,7 +658,7 @@ redis_bench_run() {
     redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" "${_TARGET_ARGS[@]}" -n "$n" -c "$CLIENTS" \
     -P "$PIPELINE" -q --csv "$@" >"$out" 2>"$err" || rc=$?
   snap1="$(cpu_snapshot)"
-  ((rc == 130 || rc == 143)) && { log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"; exit 130; }
+  exit_if_interrupted "$rc"
   read -r other steal <<<"$(other_load "$snap0" "$snap1")"
   # Lines look like "SET","93457.95","0.309",... (redis-benchmark --cluster first prints the
   # masters it found: those lines have fewer fields; in front of nutcracker or bloomproxy in

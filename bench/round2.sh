@@ -247,7 +247,7 @@ run_one() {
     redis-benchmark -h 127.0.0.1 -p "${PORT[$t]}" "${_TARGET_ARGS[@]}" -n "$n" -c "$c" -P "$p" \
     -q --csv "$@" >"$out" 2>"$err" || rc=$?
   snap1="$(cpu_snapshot)"
-  ((rc == 130 || rc == 143)) && { log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"; exit 130; }
+  exit_if_interrupted "$rc"
   read -r other steal <<<"$(other_load "$snap0" "$snap1")"
   # Lines look like "SET","93457.95","0.309","0.080","0.255",... (a custom command: the whole
   # command line first; --cluster first lists the masters, in lines with fewer fields).

@@ -152,10 +152,7 @@ run_one() {
     redis-benchmark -h 127.0.0.1 -p "$port" -n "$n" -c "$c" -P "$p" -q --csv "$@" \
     >"$out" 2>"$err" || rc=$?
   snap1="$(cpu_snapshot)"
-  if ((rc == 130 || rc == 143)); then
-    log "interrupted; partial raw results in ${CSV#"$REPO_ROOT"/}"
-    exit 130
-  fi
+  exit_if_interrupted "$rc"
   read -r other steal <<<"$(other_load "$snap0" "$snap1")"
   # "GET","93457.95","0.309","0.080","0.279","0.479","1.023","1.751"
   row="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, -v pre="$r,$c,$p,$n,$test,$t" -v post="$other,$steal" \
