@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What hash commands cost through bloomproxy: each one runs as a small Lua script that first
-# checks that the name is no Bloom filter or count-min sketch (filters/key_scripts.h: EXISTS of
+# checks that the name is no Bloom filter or count-min sketch (filters/common/key_scripts.h: EXISTS of
 # the two markers, then the command itself, or WRONGTYPE on a structure). HSET and HGET through
 # the proxy and straight to redis-server, with GET through both as the cost of a plain forwarded
 # command, in interleaved rounds (every target runs each case in each round, back to back).

@@ -15,7 +15,7 @@
 #include "conf/loader.h"
 #include "conf/rows.h"
 #include "conf/values.h"
-#include "filters/bf_layout.h"
+#include "filters/guava/bf_layout.h"
 
 namespace bloomproxy::conf {
 namespace {

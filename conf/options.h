@@ -155,7 +155,7 @@ struct Options {
   int bf_expansion = kDefaultBfExpansion;
   int64_t bf_max_shard_bytes = kDefaultBfMaxShardBytes;
   // bf-layout PATTERN LAYOUT CAPACITY ERROR_RATE [options] (repeatable): keys that are filters
-  // in a Java application's layout (filters/bf_layout.h), each rule's arguments as given.
+  // in a Java application's layout (filters/guava/bf_layout.h), each rule's arguments as given.
   std::vector<std::vector<std::string>> bf_layouts;
 
   // The leftover sweep (proxy/sweep.h, docs/leftovers.md): every sweep-interval seconds (0 =

@@ -46,8 +46,9 @@ bool IsSketchSuffix(std::string_view s) {
          s[kIdLength] == ':' && IsKeyNumber(s.substr(kIdLength + 1));
 }
 
-// Whether `prefix` is filters::DataKeyPrefix(name) (the same three rules, filters/key_layout.cc;
-// protocol/ cannot call filters/, and internal_keys_test checks that both agree).
+// Whether `prefix` is filters::DataKeyPrefix(name) (the same three rules,
+// filters/common/key_layout.cc; protocol/ cannot call filters/, and internal_keys_test checks that
+// both agree).
 bool IsPrefixOf(std::string_view prefix, std::string_view name) {
   if (HasTag(name)) return prefix == name;
   if (!name.empty() && name.find_first_of("{}") == std::string_view::npos) {

@@ -1,8 +1,8 @@
-// The keys bloomproxy keeps next to a filter's or a sketch's name (filters/key_layout.h), and
-// KEYS and SCAN replies with those keys taken out, so a client sees the names it created and
+// The keys bloomproxy keeps next to a filter's or a sketch's name (filters/common/key_layout.h),
+// and KEYS and SCAN replies with those keys taken out, so a client sees the names it created and
 // nothing else. Pure; no sockets.
 //
-// The rule, exactly. H is 16 characters of [0-9a-f] (an id, filters/bf_meta.cc NewId), D a
+// The rule, exactly. H is 16 characters of [0-9a-f] (an id, filters/bloom/bf_meta.cc NewId), D a
 // decimal number as std::to_string writes it ("0", or 1-20 digits without a leading zero), and
 // P a prefix that holds a Redis hash tag (a '{', later a '}', at least one byte between the
 // first '{' and the first '}' after it): every DataKeyPrefix() has one, and any string with a

@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "filters/bf_args.h"
-#include "filters/bf_plan.h"
+#include "filters/bloom/bf_args.h"
+#include "filters/bloom/bf_plan.h"
 #include "protocol/command_table.h"
 
 namespace bloomproxy::proxy {

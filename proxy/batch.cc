@@ -3,7 +3,7 @@
 // A CMS batch waits while the previous batch of the same kind on the same sketch and connection
 // is still upstream, and the commands of the turns meanwhile join it: under load the batches grow
 // with the upstream's latency instead of piling up as many small ones, and a bigger batch repeats
-// more cells, which the plan touches once each (filters/cms_plan_cells.cc). Commands still take
+// more cells, which the plan touches once each (filters/cms/cms_plan_cells.cc). Commands still take
 // effect in order: a held batch goes upstream right after the one before it is answered.
 #include "proxy/batch.h"
 
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "filters/bf_plan.h"
-#include "filters/cms_plan.h"
+#include "filters/bloom/bf_plan.h"
+#include "filters/cms/cms_plan.h"
 #include "protocol/key_slot.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"

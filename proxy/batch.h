@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "filters/plan.h"
+#include "filters/common/plan.h"
 #include "proxy/upstream.h"
 
 namespace bloomproxy::proxy {

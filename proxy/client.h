@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/bf_plan.h"
-#include "filters/multi_command.h"
+#include "filters/bloom/bf_plan.h"
+#include "filters/common/multi_command.h"
 #include "protocol/command_table.h"
 #include "protocol/encoder.h"
 #include "protocol/request_parser.h"
@@ -107,7 +107,7 @@ struct Pending {
   bool plan_step = false;      // a plan's step or trailing requests (internal)
   bool batch_member = false;   // a command answered by a batch plan
   // A BF.*/CMS.* reply for a RESP3 client: how it differs from the RESP2 reply the plan makes
-  // (filters::Resp3Shape, filters/sketch_resp3.h); 0: it does not.
+  // (filters::Resp3Shape, filters/common/sketch_resp3.h); 0: it does not.
   uint8_t resp3_shape = 0;
   // Cluster routing (proxy/cluster_router.h): the request's bytes and its keys' slot (-1: no
   // keys), kept so that a redirection can send it again, and how often it was redirected.
@@ -273,7 +273,8 @@ class Client {
     int64_t arg = 0;
     uint8_t sub_kind = 0;
     std::vector<std::string> args;  // kAtExec: the command the proxy answers at EXEC
-    // A BF.* or CMS.* command: its script's answer becomes its reply (filters/multi_command.h).
+    // A BF.* or CMS.* command: its script's answer becomes its reply
+    // (filters/common/multi_command.h).
     std::shared_ptr<const filters::QueuedSketch> sketch;
     // A hash command run as a script: RESP3's shape of its reply, for a client speaking RESP3
     // when EXEC runs it (ScriptPairs).
@@ -450,8 +451,9 @@ class Client {
   // A command inside MULTI: queued upstream, followed, answered at EXEC, or a tunnel.
   Dispatched QueueInMulti(const protocol::Command& cmd, const protocol::Route& route,
                           const protocol::CommandInfo* info, const protocol::CommandInfo* sub);
-  // A BF.* or CMS.* command inside MULTI: its script goes in its place (filters/multi_command.h);
-  // false when it was refused (arity), which aborts the transaction as Redis would.
+  // A BF.* or CMS.* command inside MULTI: its script goes in its place
+  // (filters/common/multi_command.h); false when it was refused (arity), which aborts the
+  // transaction as Redis would.
   bool QueueSketch(const protocol::Command& cmd, QueuedEntry* entry);
   // EXEC's reply with the proxy's answers in place and the queued effects applied.
   std::string CompleteExec(Pending* slot, std::string_view frame);
@@ -476,19 +478,20 @@ class Client {
   std::string_view RequestBytes(const protocol::Command& cmd);
 
   // filter_commands.cc
-  // BF.* commands (filters/bf_plan.h); kForward when the command is not one.
+  // BF.* commands (filters/bloom/bf_plan.h); kForward when the command is not one.
   Dispatched HandleFilterCommand(const protocol::Command& cmd);
   Dispatched HandleCmsCommand(const protocol::Command& cmd);
-  // A BF.* command on a key a bf-layout rule names (filters/guava_plan.h).
+  // A BF.* command on a key a bf-layout rule names (filters/guava/guava_plan.h).
   Dispatched StartLayoutPlan(const filters::BfRequest& request, const filters::LayoutRule& rule,
                              std::string deferred_error, bool writes);
-  // Whether an expanding filter's keys are all on the node of its name (filters/guava_plan.h).
+  // Whether an expanding filter's keys are all on the node of its name
+  // (filters/guava/guava_plan.h).
   bool ExpandingKeysTogether(std::string_view name, const filters::LayoutRule& rule) const;
   // KEYS and SCAN (while sketches are emulated): their reply loses the internal keys (hook
   // kHideKeys; *scan is its arg).
   bool HidesInternalKeys(const protocol::Command& cmd, int64_t* scan) const;
   // A key command that must act on whole filters (DEL, EXPIRE, RENAME, TYPE, ...): *request gets
-  // the Lua script request that runs it (filters/key_scripts.h). False for other commands.
+  // the Lua script request that runs it (filters/common/key_scripts.h). False for other commands.
   bool RewriteKeyCommand(const protocol::Command& cmd, std::string* request);
   Dispatched StartPlan(std::string_view key, std::unique_ptr<filters::Plan> plan, bool writes);
   // The connection a plan of this client runs on; null when the client must wait or the

@@ -2,7 +2,7 @@
 // node of a command's keys, commands split per node or sent to every master, SCAN over the
 // masters, -CROSSSLOT for the rest, and transactions, which live on the node of their first
 // keyed command.
-#include "filters/sketch_commands.h"
+#include "filters/common/sketch_commands.h"
 #include "protocol/cluster_replies.h"
 #include "protocol/command_keys.h"
 #include "protocol/encoder.h"

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <chrono>
 
-#include "filters/watch_plan.h"
+#include "filters/common/watch_plan.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "proxy/acl.h"
@@ -593,7 +593,7 @@ Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
   }
   if (out.effect == Effect::kWatch && !in_multi_ && server_->emulated() != 0 &&
       cmd.args.size() > 1) {
-    // A filter's or sketch's data keys are watched with its name (filters/watch_plan.h).
+    // A filter's or sketch's data keys are watched with its name (filters/common/watch_plan.h).
     Pending* p = NewPlanSlot(target);
     p->hook = out.hook;
     p->arg = out.arg;

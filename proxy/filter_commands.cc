@@ -1,11 +1,11 @@
 // BF.* and CMS.* commands: plans (filters/) run on the client's connection, BF.ADD/EXISTS join the
 // loop turn's batch for their filter, and the client's later commands wait until the plan has
 // answered. Key commands on a filter's name (the command table's kTraitFilterKey) are one Lua
-// script each (filters/key_scripts.h), sent like any command.
-#include "filters/cms_plan.h"
-#include "filters/guava_plan.h"
-#include "filters/key_layout.h"
-#include "filters/sketch_resp3.h"
+// script each (filters/common/key_scripts.h), sent like any command.
+#include "filters/cms/cms_plan.h"
+#include "filters/common/key_layout.h"
+#include "filters/common/sketch_resp3.h"
+#include "filters/guava/guava_plan.h"
 #include "protocol/errors.h"
 #include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
@@ -147,8 +147,8 @@ Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {
     ReplyLocal(error);
     return Dispatched::kDone;
   }
-  // Every key a plan touches is in its sketches' slot (filters/cms_meta.h); MERGE's sketches must
-  // all be there, as a multi-key command's keys must on Redis Cluster.
+  // Every key a plan touches is in its sketches' slot (filters/cms/cms_meta.h); MERGE's sketches
+  // must all be there, as a multi-key command's keys must on Redis Cluster.
   std::vector<std::string_view> names = {request.key};
   names.insert(names.end(), request.sources.begin(), request.sources.end());
   bool has_tag = false;
@@ -229,7 +229,8 @@ bool Client::BatchKindOf(const Command& cmd, BatchKind* kind) const {
 }
 
 UpstreamConn* Client::PlanConnection(std::string_view key, bool writes, Dispatched* result) {
-  // A filter's keys are all in its name's slot (filters/key_layout.h): its node runs the plan.
+  // A filter's keys are all in its name's slot (filters/common/key_layout.h): its node runs the
+  // plan.
   UpstreamPool* pool = server_->router().ForSlot(protocol::KeySlot(key));
   // While the upstream holds writes back (CLIENT PAUSE WRITE), a writing plan on a shared
   // connection would hold back every read queued behind it.

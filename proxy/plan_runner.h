@@ -1,5 +1,5 @@
-// Runs a plan (filters/bf_plan.h) for one client command, or for several coalesced ones: sends
-// each step's requests on an upstream connection, decodes the replies, and gives the plan's
+// Runs a plan (filters/bloom/bf_plan.h) for one client command, or for several coalesced ones:
+// sends each step's requests on an upstream connection, decodes the replies, and gives the plan's
 // replies to the commands' slots. The runner owns itself: it is deleted when the plan is over,
 // also when clients left meanwhile (the plan still finishes, so a filter is never left
 // half-written).
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/bf_plan.h"
+#include "filters/bloom/bf_plan.h"
 #include "proxy/reply_sink.h"
 #include "proxy/upstream.h"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "conf/options.h"
-#include "filters/bf_plan.h"
-#include "filters/cms_plan.h"
+#include "filters/bloom/bf_plan.h"
+#include "filters/cms/cms_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/acl.h"
 #include "proxy/batch.h"

@@ -5,7 +5,7 @@
 #include <map>
 #include <utility>
 
-#include "filters/bf_meta.h"
+#include "filters/bloom/bf_meta.h"
 #include "protocol/encoder.h"
 #include "protocol/key_slot.h"
 #include "proxy/client.h"

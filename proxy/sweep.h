@@ -2,7 +2,8 @@
 // another client on the upstream) can overwrite a filter's or a sketch's name and leave its
 // internal keys behind, with no TTL. Checking every such command would cost every SET a round
 // trip, so the keys nobody owns are found afterwards, by a background pass over the keyspace
-// (docs/leftovers.md has the bound, the lock and the limits; filters/sweep.h says who owns what).
+// (docs/leftovers.md has the bound, the lock and the limits; filters/common/sweep.h says who owns
+// what).
 //
 //   every sweep-interval:  EVAL <lock> (SET NX PX, renewed by its holder) ── not ours: wait
 //   a pass, per master, on a connection of its own (CLIENT NO-TOUCH where Redis has it):
@@ -24,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "filters/sweep.h"
+#include "filters/common/sweep.h"
 #include "proxy/reply_sink.h"
 #include "proxy/upstream.h"
 

@@ -16,9 +16,9 @@
 // not queue (WATCH inside MULTI, a nested MULTI) answer otherwise and take no place.
 #include <cctype>
 
-#include "filters/multi_command.h"
-#include "filters/sketch_commands.h"
-#include "filters/sketch_resp3.h"
+#include "filters/common/multi_command.h"
+#include "filters/common/sketch_commands.h"
+#include "filters/common/sketch_resp3.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "protocol/reply_framer.h"

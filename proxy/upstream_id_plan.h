@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "filters/plan.h"
+#include "filters/common/plan.h"
 
 namespace bloomproxy::proxy {
 

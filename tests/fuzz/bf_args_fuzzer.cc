@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/bf_args.h"
-#include "filters/bloom.h"
+#include "filters/bloom/bf_args.h"
+#include "filters/bloom/bloom.h"
 #include "protocol/request_parser.h"
 
 namespace {

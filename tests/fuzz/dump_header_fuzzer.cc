@@ -1,4 +1,5 @@
-// libFuzzer target for the SCANDUMP / LOADCHUNK header and chunk addressing (filters/bloom.h).
+// libFuzzer target for the SCANDUMP / LOADCHUNK header and chunk addressing
+// (filters/bloom/bloom.h).
 //
 // Input layout:
 //   bytes 0-7   an iterator (int64, little-endian)
@@ -23,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/bloom.h"
+#include "filters/bloom/bloom.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-"""BF.* inside MULTI/EXEC on keys that bf-layout rules name (filters/multi_guava.cc): each command
+"""BF.* inside MULTI/EXEC on keys that bf-layout rules name (filters/guava/multi_guava.cc): each command
 is queued as one script, and EXEC's array holds the replies Guava's own answers give (the oracle
 of guava_oracle.py: Guava 31.1 on Java 17), with the same bits in Redis as outside a transaction.
 Errors are per command, as Redis answers them in EXEC, and WATCH still guards the transaction.

@@ -1,5 +1,5 @@
 """Key commands on a Bloom filter or a count-min sketch see it as ONE key, as RedisBloom's module
-type is (filters/key_scripts.h, docs/bloom-filters.md "Key commands on a filter"):
+type is (filters/common/key_scripts.h, docs/bloom-filters.md "Key commands on a filter"):
 
 - every hash command on a structure's name answers WRONGTYPE after Redis's own argument checks,
   and changes nothing; on a real hash every hash command answers byte for byte as Redis does
@@ -35,7 +35,7 @@ REF = "{kw}ref"  # a string key, straight on Redis: what Redis answers for a key
 
 
 def prefix_of(name):
-    """filters/key_layout.h DataKeyPrefix, for names with a hash tag or without braces."""
+    """filters/common/key_layout.h DataKeyPrefix, for names with a hash tag or without braces."""
     start = name.find("{")
     if start != -1:
         end = name.find("}", start + 1)

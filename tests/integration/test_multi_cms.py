@@ -1,7 +1,7 @@
-"""CMS.* inside MULTI/EXEC (issue 13; filters/multi_cms.h): each command is queued as one script
+"""CMS.* inside MULTI/EXEC (issue 13; filters/cms/multi_cms.h): each command is queued as one script
 that runs the whole command when EXEC does.
 
-- the script's MurmurHash2 (Lua, exact 32-bit arithmetic) against filters/cms.h's, through a
+- the script's MurmurHash2 (Lua, exact 32-bit arithmetic) against filters/cms/cms.h's, through a
   real redis-server (the vectors are shared with tests/unit/multi_cms_test.cc), and its exact
   signed arithmetic (MERGE's int64 overflow checks) against Python's integers;
 - a differential test: random sequences of every CMS command (creation, increments with
@@ -28,7 +28,7 @@ from cms_vectors import (CROSSSLOT, MERGE_OVERFLOW, MergeOverflow, ModelSketch, 
                          read_sketch)
 
 REPO = Path(__file__).resolve().parents[2]
-LUA_SOURCE = REPO / "filters" / "multi_cms_lua.cc"
+LUA_SOURCE = REPO / "filters" / "cms" / "multi_cms_lua.cc"
 OK = b"+OK\r\n"
 QUEUED = b"+QUEUED\r\n"
 EXECABORT = b"-EXECABORT Transaction discarded because of previous errors.\r\n"
@@ -36,7 +36,7 @@ NIL_ARRAY = b"*-1\r\n"
 PARTS64 = ("--bf-max-shard-bytes", "64")
 
 # (item, seed, MurmurHash2): the same table as tests/unit/multi_cms_test.cc, which checks it
-# against filters/cms.h's MurmurHash2.
+# against filters/cms/cms.h's MurmurHash2.
 HASH_VECTORS = [
     (b"", 0, 0),
     (b"a", 0, 2456313694),
@@ -50,7 +50,7 @@ HASH_VECTORS = [
 
 
 def prelude():
-    """The script's prelude, as filters/multi_cms_lua.cc holds it."""
+    """The script's prelude, as filters/cms/multi_cms_lua.cc holds it."""
     m = re.search(r'kPrelude = R"lua\((.*?)\)lua"', LUA_SOURCE.read_text(), re.S)
     assert m, "no prelude in " + str(LUA_SOURCE)
     return m.group(1)

@@ -1,4 +1,4 @@
-"""BF.* and CMS.* replies to a RESP3 client (HELLO 3; filters/sketch_resp3.h): byte for byte
+"""BF.* and CMS.* replies to a RESP3 client (HELLO 3; filters/common/sketch_resp3.h): byte for byte
 RedisBloom's, which differ from its RESP2 replies in three ways only (0/1 meaning false/true
 become #f/#t, key/value INFO replies become maps, the null becomes `_`).
 

@@ -1,6 +1,6 @@
 // BF.* argument parsing against RedisBloom: every recorded reply that depends only on the
 // arguments, then the grammar, the check order and the number formats one by one.
-#include "filters/bf_args.h"
+#include "filters/bloom/bf_args.h"
 
 #include "tests/unit/bf_fixtures.h"
 

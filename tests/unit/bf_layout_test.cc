@@ -1,6 +1,6 @@
-// bf-layout rules (filters/bf_layout.h): Redis's glob patterns, the rule's parsing and sizing,
-// the expanding filters' key names, and which rule a key follows.
-#include "filters/bf_layout.h"
+// bf-layout rules (filters/guava/bf_layout.h): Redis's glob patterns, the rule's parsing and
+// sizing, the expanding filters' key names, and which rule a key follows.
+#include "filters/guava/bf_layout.h"
 
 #include <gtest/gtest.h>
 

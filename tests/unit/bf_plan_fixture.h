@@ -1,9 +1,9 @@
 // The harness of the BF plan tests (no sockets): MiniRedis, a small in-memory model of the
 // Redis commands plans send (strings and hashes, expiry, and the scripts of
-// filters/sharding_requests.h), and BfPlanTest, which runs plans against it.
+// filters/common/sharding_requests.h), and BfPlanTest, which runs plans against it.
 #pragma once
 
-#include "filters/bf_plan.h"
+#include "filters/bloom/bf_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -18,10 +18,10 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/add_script.h"
-#include "filters/bf_args.h"
-#include "filters/key_layout.h"
-#include "filters/sharding_requests.h"
+#include "filters/bloom/add_script.h"
+#include "filters/bloom/bf_args.h"
+#include "filters/common/key_layout.h"
+#include "filters/common/sharding_requests.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
 #include "protocol/reply_decoder.h"
@@ -69,8 +69,8 @@ inline std::vector<std::vector<std::string>> ParseRequests(std::string_view in) 
 }
 
 // The Redis commands plans send, on strings and hashes, with Redis's replies; behind a sharding
-// proxy also the scripts of filters/sharding_requests.h, and the add script (filters/add_script.h),
-// recognised by their text.
+// proxy also the scripts of filters/common/sharding_requests.h, and the add script
+// (filters/bloom/add_script.h), recognised by their text.
 class MiniRedis {
  public:
   std::map<std::string, std::string> strings;
@@ -261,8 +261,8 @@ class MiniRedis {
     return reply;
   }
 
-  // EVAL of a script of filters/sharding_requests.h (KEYS[1] = c[3], ARGV = c[4..]), emulated
-  // as its comment documents it.
+  // EVAL of a script of filters/common/sharding_requests.h (KEYS[1] = c[3], ARGV = c[4..]),
+  // emulated as its comment documents it.
   std::string Eval(const std::vector<std::string>& c) {
     if (c.size() > 3 && c[1] == AddScript()) return EvalAdd(c);
     if (c.size() < 4 || c[2] != "1") return "-ERR unexpected EVAL\r\n";
@@ -284,7 +284,7 @@ class MiniRedis {
     return "-ERR unexpected script\r\n";
   }
 
-  // EVAL of filters/add_script.h, emulated as its comment documents it: one BITFIELD per
+  // EVAL of filters/bloom/add_script.h, emulated as its comment documents it: one BITFIELD per
   // shard and group, items in order.
   std::string EvalAdd(const std::vector<std::string>& c) {
     const size_t nkeys = std::stoul(c[2]);

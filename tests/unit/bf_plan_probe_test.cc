@@ -1,4 +1,4 @@
-// BF.EXISTS's probe (filters/bf_plan_read.cc): while most lookups of a filter are of items it
+// BF.EXISTS's probe (filters/bloom/bf_plan_read.cc): while most lookups of a filter are of items it
 // does not have, a single-item lookup reads the item's first bit in each link, and its other
 // bits only where that bit is 1. Run against MiniRedis (bf_plan_fixture.h), counting what the
 // plans send.

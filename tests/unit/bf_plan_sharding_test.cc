@@ -1,6 +1,6 @@
 // BF plans behind a sharding proxy (BfConfig::upstream), without sockets: they must send only
 // what twemproxy and Codis both forward (protocol/sharding_proxy.h), using the scripts of
-// filters/sharding_requests.h (which MiniRedis emulates) where they would use RENAMENX or
+// filters/common/sharding_requests.h (which MiniRedis emulates) where they would use RENAMENX or
 // PEXPIRETIME, and the client must see the same replies as in front of Redis.
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/add_script.h"
-#include "filters/sharding_requests.h"
+#include "filters/bloom/add_script.h"
+#include "filters/common/sharding_requests.h"
 #include "protocol/sharding_proxy.h"
 #include "tests/unit/bf_plan_fixture.h"
 
@@ -83,7 +83,7 @@ class BfPlanShardingProxyTest : public BfPlanTest {
            std::to_string(redis_.expiry.size()) + " with a TTL";
   }
 
-  // Gives every key an expiry (as EXPIRE on a filter does, filters/key_scripts.h).
+  // Gives every key an expiry (as EXPIRE on a filter does, filters/common/key_scripts.h).
   void ExpireEverything() {
     for (const auto& [k, v] : redis_.strings) redis_.expiry[k] = kExpireAt;
     for (const auto& [k, v] : redis_.hashes) redis_.expiry[k] = kExpireAt;

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "filters/add_script.h"
+#include "filters/bloom/add_script.h"
 #include "tests/unit/bf_plan_fixture.h"
 
 namespace bloomproxy::filters {

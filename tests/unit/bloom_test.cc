@@ -1,8 +1,9 @@
 // Bloom-filter maths against RedisBloom: the spec's sizing examples, the recorded BF.INFO sizes,
 // the recorded SCANDUMP bytes (which pin MurmurHash64A, the bit positions and the bit order),
 // a full replay of the recorded BF.* sessions through a small reference model built only from
-// filters/bloom.h and filters/bf_args.h, measured false-positive rates, and the dump header.
-#include "filters/bloom.h"
+// filters/bloom/bloom.h and filters/bloom/bf_args.h, measured false-positive rates, and the dump
+// header.
+#include "filters/bloom/bloom.h"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "filters/bf_args.h"
-#include "filters/murmur_hash.h"
+#include "filters/bloom/bf_args.h"
+#include "filters/common/murmur_hash.h"
 #include "tests/unit/bf_fixtures.h"
 
 namespace bloomproxy::filters {

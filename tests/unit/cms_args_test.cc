@@ -1,6 +1,6 @@
 // CMS.* argument parsing against RedisBloom: every recorded reply that the parser must produce,
 // then the grammar, the check order and the number formats one by one.
-#include "filters/cms_args.h"
+#include "filters/cms/cms_args.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The whole recorded CMS vector set replayed against an in-memory model: a tiny keyspace that
 // answers the few plain Redis and BF commands the recordings use, and CMS.* answered with
-// filters/cms.h's maths and filters/cms_args.h's parser, in the check order the parser's
+// filters/cms/cms.h's maths and filters/cms/cms_args.h's parser, in the check order the parser's
 // CmsErrorOrder describes. Every reply is compared byte for byte with RedisBloom's. This proves
 // the hashing, the dimensions, saturation, the counter, INFO and MERGE before any plan exists,
 // and shows the order contract a plan has to follow.
@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "filters/cms.h"
-#include "filters/cms_args.h"
+#include "filters/cms/cms.h"
+#include "filters/cms/cms_args.h"
 #include "tests/unit/cms_fixtures.h"
 
 namespace bloomproxy::filters {

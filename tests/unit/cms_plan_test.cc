@@ -1,7 +1,7 @@
-// The CMS plans (filters/cms_plan.h) stepped against a small in-memory server that runs the
+// The CMS plans (filters/cms/cms_plan.h) stepped against a small in-memory server that runs the
 // commands they send (BITFIELD with WRAP and SAT, HMGET, GET, GETRANGE and the scripts of
-// filters/cms_scripts.h), and compared with the in-memory model of filters/cms.h: sketches in one
-// part and in many, saturation and the wrapping count, a sketch replaced under a cached plan
+// filters/cms/cms_scripts.h), and compared with the in-memory model of filters/cms/cms.h: sketches
+// in one part and in many, saturation and the wrapping count, a sketch replaced under a cached plan
 // (the parts written to the gone sketch are removed), and MERGE's retry when a sketch changes
 // between its read and its write.
 #include <gtest/gtest.h>
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "filters/cms.h"
-#include "filters/cms_args.h"
-#include "filters/cms_plan.h"
-#include "filters/cms_scripts.h"
+#include "filters/cms/cms.h"
+#include "filters/cms/cms_args.h"
+#include "filters/cms/cms_plan.h"
+#include "filters/cms/cms_scripts.h"
 #include "protocol/encoder.h"
 #include "protocol/reply_decoder.h"
 #include "tests/unit/bf_plan_fixture.h"

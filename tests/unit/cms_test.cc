@@ -1,6 +1,6 @@
 // Count-min sketch maths against RedisBloom: MurmurHash2, cells, INITBYPROB's dimensions and the
 // init checks, saturating cells, the wrapping counter and MERGE's overflow rules.
-#include "filters/cms.h"
+#include "filters/cms/cms.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "filters/murmur_hash.h"
+#include "filters/common/murmur_hash.h"
 
 namespace bloomproxy::filters {
 namespace {

@@ -4,7 +4,7 @@
 // Guava's funnels, the sizing formulas, approximateElementCount, and the bits a real
 // BloomFilter sets). The index maths is also checked against a re-derivation in 128-bit
 // arithmetic for hashes with the top bit set and moduli near 2^32 and 2^40.
-#include "filters/guava_hash.h"
+#include "filters/guava/guava_hash.h"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "filters/bf_meta.h"
-#include "filters/cms_meta.h"
-#include "filters/key_layout.h"
+#include "filters/bloom/bf_meta.h"
+#include "filters/cms/cms_meta.h"
+#include "filters/common/key_layout.h"
 #include "protocol/encoder.h"
 #include "tests/unit/key_names.h"
 

@@ -1,6 +1,6 @@
 // The data-key layout: every data key of a filter must hash to the filter name's Redis Cluster
 // slot, whatever the name (the slot function itself: key_slot_test.cc).
-#include "filters/key_layout.h"
+#include "filters/common/key_layout.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Structure names that exercise filters::DataKeyPrefix's three rules (a tag made of the name, a tag
 // of its own, a tag put in front) and names that hold the internal keys' infixes themselves, for
-// the tests of what reads internal key names (protocol/internal_keys.h, filters/sweep.h).
+// the tests of what reads internal key names (protocol/internal_keys.h, filters/common/sweep.h).
 #pragma once
 
 #include <string>

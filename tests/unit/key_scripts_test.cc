@@ -1,8 +1,8 @@
-// The requests that run key commands on whole filters (filters/key_scripts.h). What the Lua does
-// is checked against a real redis-server by the integration tests (test_bf_keys.py,
+// The requests that run key commands on whole filters (filters/common/key_scripts.h). What the Lua
+// does is checked against a real redis-server by the integration tests (test_bf_keys.py,
 // test_watch_and_probes.py, test_key_commands_whole.py); here: which commands become which script
 // request, with which keys and arguments, and that nothing else does.
-#include "filters/key_scripts.h"
+#include "filters/common/key_scripts.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/key_layout.h"
+#include "filters/common/key_layout.h"
 #include "protocol/request_parser.h"
 #include "protocol/sharding_proxy.h"
 

@@ -1,6 +1,6 @@
-// BF.* inside MULTI (filters/multi_bf.h): what QueueBfCommand queues (a refusal for a wrong arity
-// Redis itself checks, PING and a known reply for other immediate errors, else one EVAL of the
-// script with the keys and arguments it reads), and the RedisBloom replies Reply() makes of the
+// BF.* inside MULTI (filters/bloom/multi_bf.h): what QueueBfCommand queues (a refusal for a wrong
+// arity Redis itself checks, PING and a known reply for other immediate errors, else one EVAL of
+// the script with the keys and arguments it reads), and the RedisBloom replies Reply() makes of the
 // script's answers. The script itself runs against a real redis-server in
 // tests/integration/test_multi_bf.py.
 #include <gtest/gtest.h>
@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "filters/bf_args.h"
-#include "filters/bf_meta.h"
-#include "filters/bloom.h"
-#include "filters/key_layout.h"
-#include "filters/multi_bf.h"
-#include "filters/multi_command.h"
+#include "filters/bloom/bf_args.h"
+#include "filters/bloom/bf_meta.h"
+#include "filters/bloom/bloom.h"
+#include "filters/bloom/multi_bf.h"
+#include "filters/common/key_layout.h"
+#include "filters/common/multi_command.h"
 #include "protocol/reply_decoder.h"
 #include "protocol/request_parser.h"
 

@@ -1,4 +1,4 @@
-// CMS.* inside MULTI (filters/multi_cms.h): what QueueCmsCommand queues (a refusal for a wrong
+// CMS.* inside MULTI (filters/cms/multi_cms.h): what QueueCmsCommand queues (a refusal for a wrong
 // arity, PING and a known reply for other immediate errors, else one EVAL of the script with the
 // keys and arguments the script reads), and the replies Reply() makes of the script's answers
 // for every state and command. The script itself runs against a real redis-server in
@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "filters/cms.h"
-#include "filters/cms_args.h"
-#include "filters/cms_meta.h"
-#include "filters/key_layout.h"
-#include "filters/multi_cms.h"
-#include "filters/multi_command.h"
-#include "filters/murmur_hash.h"
+#include "filters/cms/cms.h"
+#include "filters/cms/cms_args.h"
+#include "filters/cms/cms_meta.h"
+#include "filters/cms/multi_cms.h"
+#include "filters/common/key_layout.h"
+#include "filters/common/multi_command.h"
+#include "filters/common/murmur_hash.h"
 #include "protocol/reply_decoder.h"
 #include "protocol/request_parser.h"
 
@@ -275,7 +275,7 @@ TEST(MultiCmsReply, UpstreamErrors) {
 
 // ---------------------------------------------------------------------------------------------
 // The hash: vectors the integration test checks the script's murmur2 against (it EVALs the
-// prelude), computed here with filters/cms.h's MurmurHash2.
+// prelude), computed here with filters/cms/cms.h's MurmurHash2.
 
 struct HashVector {
   std::string item;

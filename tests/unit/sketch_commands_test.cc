@@ -1,5 +1,5 @@
 // The sketch command table's key positions (what a transaction's node is chosen by on a cluster).
-#include "filters/sketch_commands.h"
+#include "filters/common/sketch_commands.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// BF.* and CMS.* replies to a RESP3 client (filters/sketch_resp3.h): every recorded RedisBloom
-// RESP2 reply of tests/fixtures/{bf,cms}, rewritten for its command's shape, must be the reply
-// RedisBloom gave the same command after HELLO 3 (bf-resp3-expected.json,
+// BF.* and CMS.* replies to a RESP3 client (filters/common/sketch_resp3.h): every recorded
+// RedisBloom RESP2 reply of tests/fixtures/{bf,cms}, rewritten for its command's shape, must be the
+// reply RedisBloom gave the same command after HELLO 3 (bf-resp3-expected.json,
 // cms-resp3-expected.json), byte for byte. BP_FIXTURES is tests/fixtures.
-#include "filters/sketch_resp3.h"
+#include "filters/common/sketch_resp3.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The sweep's pure half (filters/sweep.h): which keys it takes for internal keys (exactly the
-// ones KEYS and SCAN hide), who may own each, and the requests and replies of its script.
-#include "filters/sweep.h"
+// The sweep's pure half (filters/common/sweep.h): which keys it takes for internal keys (exactly
+// the ones KEYS and SCAN hide), who may own each, and the requests and replies of its script.
+#include "filters/common/sweep.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "filters/bf_meta.h"
-#include "filters/cms_meta.h"
-#include "filters/key_layout.h"
+#include "filters/bloom/bf_meta.h"
+#include "filters/cms/cms_meta.h"
+#include "filters/common/key_layout.h"
 #include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
 #include "protocol/reply_decoder.h"

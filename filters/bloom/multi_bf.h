@@ -1,0 +1,14 @@
+// BF.* inside MULTI (multi_command.h): the script each command is queued as (multi_bf_lua.cc) and
+// the reply made of its answer (multi_bf.cc). Pure; no sockets.
+#pragma once
+
+#include <string_view>
+
+#include "filters/common/multi_command.h"
+
+namespace bloomproxy::filters {
+
+// The script (its arguments and answers are documented at its text in multi_bf_lua.cc).
+std::string_view MultiBfScript();
+
+}  // namespace bloomproxy::filters

@@ -1,0 +1,138 @@
+#include "filters/common/sketch_resp3.h"
+
+#include "filters/bloom/bf_args.h"
+#include "filters/cms/cms_args.h"
+#include "protocol/encoder.h"
+#include "protocol/reply_framer.h"
+
+namespace bloomproxy::filters {
+namespace {
+
+constexpr std::string_view kNullBulk = "$-1\r\n";
+constexpr std::string_view kNull = "_\r\n";
+
+// The canonical label of a one-field BF.INFO shape (the key of the whole reply's map).
+std::string_view FieldLabel(Resp3Shape shape) {
+  switch (shape) {
+    case Resp3Shape::kBfInfoCapacity:
+      return "Capacity";
+    case Resp3Shape::kBfInfoSize:
+      return "Size";
+    case Resp3Shape::kBfInfoFilters:
+      return "Number of filters";
+    case Resp3Shape::kBfInfoItems:
+      return "Number of items inserted";
+    case Resp3Shape::kBfInfoExpansion:
+      return "Expansion rate";
+    default:
+      return {};
+  }
+}
+
+Resp3Shape FieldShape(InfoField field) {
+  switch (field) {
+    case InfoField::kCapacity:
+      return Resp3Shape::kBfInfoCapacity;
+    case InfoField::kSize:
+      return Resp3Shape::kBfInfoSize;
+    case InfoField::kFilters:
+      return Resp3Shape::kBfInfoFilters;
+    case InfoField::kItems:
+      return Resp3Shape::kBfInfoItems;
+    case InfoField::kExpansion:
+      return Resp3Shape::kBfInfoExpansion;
+    case InfoField::kAll:
+      break;
+  }
+  return Resp3Shape::kInfoMap;
+}
+
+// A 0/1 integer meaning false/true as a RESP3 boolean; any other value as it is.
+void AppendBoolOrSame(std::string_view value, std::string* out) {
+  if (value == ":1\r\n") {
+    *out += "#t\r\n";
+  } else if (value == ":0\r\n") {
+    *out += "#f\r\n";
+  } else {
+    out->append(value);
+  }
+}
+
+// A value of an info reply: the null bulk becomes RESP3's null.
+void AppendValue(std::string_view value, std::string* out) {
+  out->append(value == kNullBulk ? kNull : value);
+}
+
+}  // namespace
+
+Resp3Shape Resp3ShapeOf(const std::vector<std::string_view>& args) {
+  if (args.empty()) return Resp3Shape::kSame;
+  BfCommand bf;
+  if (LookupBfCommand(args[0], &bf)) {
+    switch (bf) {
+      case BfCommand::kAdd:
+      case BfCommand::kExists:
+        return Resp3Shape::kBool;
+      case BfCommand::kMAdd:
+      case BfCommand::kInsert:
+      case BfCommand::kMExists:
+        return Resp3Shape::kBoolArray;
+      case BfCommand::kInfo: {
+        if (args.size() != 3) return Resp3Shape::kInfoMap;
+        // The field's spellings are the argument parser's (case-insensitive); an unknown one
+        // is answered with an error.
+        BfRequest request;
+        if (!ParseBfRequest(args, BfDefaults{}, &request).empty()) return Resp3Shape::kSame;
+        return FieldShape(request.info_field);
+      }
+      default:
+        return Resp3Shape::kSame;
+    }
+  }
+  CmsCommand cms;
+  if (LookupCmsCommand(args[0], &cms) && cms == CmsCommand::kInfo) return Resp3Shape::kInfoMap;
+  return Resp3Shape::kSame;
+}
+
+std::string ToResp3(Resp3Shape shape, std::string_view resp2) {
+  if (shape == Resp3Shape::kSame || resp2.empty() || resp2[0] == '-') return std::string(resp2);
+  std::string out;
+  if (shape == Resp3Shape::kBool) {
+    AppendBoolOrSame(resp2, &out);
+    return out;
+  }
+  std::vector<std::string_view> elements;
+  if (!protocol::SplitArray(resp2, &elements)) return std::string(resp2);
+  out.reserve(resp2.size() + 32);
+  switch (shape) {
+    case Resp3Shape::kBoolArray:
+      protocol::AppendArrayHeader(&out, static_cast<int64_t>(elements.size()));
+      for (std::string_view e : elements) AppendBoolOrSame(e, &out);
+      return out;
+    case Resp3Shape::kInfoMap:
+      // Labels at even places, values at odd ones.
+      if (elements.size() % 2 != 0) return std::string(resp2);
+      protocol::AppendMapHeader(&out, static_cast<int64_t>(elements.size() / 2));
+      for (size_t i = 0; i < elements.size(); ++i) {
+        if (i % 2 == 0) {
+          out.append(elements[i]);
+        } else {
+          AppendValue(elements[i], &out);
+        }
+      }
+      return out;
+    default: {
+      // One BF.INFO field: RESP2 has its value alone, RESP3 a one-pair map with its label.
+      const std::string_view label = FieldLabel(shape);
+      if (label.empty() || elements.size() != 1) return std::string(resp2);
+      protocol::AppendMapHeader(&out, 1);
+      out += '+';
+      out.append(label);
+      out += "\r\n";
+      AppendValue(elements[0], &out);
+      return out;
+    }
+  }
+}
+
+}  // namespace bloomproxy::filters

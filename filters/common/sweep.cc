@@ -1,0 +1,258 @@
+#include "filters/common/sweep.h"
+
+#include "filters/common/key_layout.h"
+#include "protocol/encoder.h"
+#include "protocol/internal_keys.h"
+#include "protocol/key_slot.h"
+
+namespace bloomproxy::filters {
+namespace {
+
+constexpr std::string_view kBf = ":bf:";
+constexpr std::string_view kCms = ":cms:";
+constexpr std::string_view kBfMarker = ":bf:m:";
+constexpr std::string_view kCmsMarker = ":cms:m:";
+constexpr std::string_view kFilterMark = "bloomproxy";  // bf_meta.h kMarkerField
+constexpr std::string_view kSketchMark = "cms";         // cms_meta.h
+constexpr size_t kIdLength = 16;
+
+// KEYS: per entry, the key and then its owners' names. ARGV: per entry, its mode ('d': delete
+// the key if nobody owns it; 'c': only look), n (its owners), then n triples (mark, id, field):
+// the owner is a hash whose field `mark` is "1", whose id is `id` (any when empty) and that
+// has `field` (when not empty). Returns one verdict per entry (SweepVerdict): 0 owned, 1
+// nobody's (kept), 2 nobody's and deleted, 3 the key is gone. Everything in one script, so a
+// key is deleted only if nobody owns it at that very moment.
+constexpr std::string_view kSweepScript = R"lua(
+local function owns(name, mark, id, field)
+  if redis.call('TYPE', name).ok ~= 'hash' then return false end
+  local f = redis.call('HMGET', name, mark, 'id', field)
+  return f[1] == '1' and (id == '' or f[2] == id) and (field == '' or f[3] ~= false)
+end
+local out, k, a = {}, 1, 1
+while a <= #ARGV do
+  local remove, n = ARGV[a] == 'd', tonumber(ARGV[a + 1])
+  local verdict = 1
+  if redis.call('EXISTS', KEYS[k]) == 0 then
+    verdict = 3
+  else
+    for i = 0, n - 1 do
+      local b = a + 2 + 3 * i
+      if owns(KEYS[k + 1 + i], ARGV[b], ARGV[b + 1], ARGV[b + 2]) then
+        verdict = 0
+        break
+      end
+    end
+    if verdict == 1 and remove then
+      redis.call('UNLINK', KEYS[k])
+      verdict = 2
+    end
+  end
+  out[#out + 1] = verdict
+  k, a = k + 1 + n, a + 2 + 3 * n
+end
+return out
+)lua";
+
+// KEYS[1]: the lock; ARGV[1]: this proxy's id; ARGV[2]: the lock's time to live (ms).
+constexpr std::string_view kLockScript = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+)lua";
+
+bool HasTag(std::string_view s) {
+  bool has_tag = false;
+  protocol::HashTag(s, &has_tag);
+  return has_tag;
+}
+
+// What follows "P:bf:": "H:D.D" and "H:D:n" (a link's bits and count: *link is D), "H:D.D:H"
+// and "H:new" (temporary: *link stays empty).
+bool ParseBloomSuffix(std::string_view s, std::string_view* id, std::string_view* link) {
+  if (s.size() <= kIdLength || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
+      s[kIdLength] != ':')
+    return false;
+  *id = s.substr(0, kIdLength);
+  s.remove_prefix(kIdLength + 1);
+  if (s == "new") return true;
+  std::string_view l, rest, shard;
+  if (protocol::SplitAt(s, ':', &l, &rest)) {
+    if (rest == "n") {
+      *link = l;
+      return protocol::IsKeyNumber(l);
+    }
+    return protocol::IsInternalKeyId(rest) && protocol::SplitAt(l, '.', &l, &shard) &&
+           protocol::IsKeyNumber(l) && protocol::IsKeyNumber(shard);
+  }
+  *link = l = s.substr(0, s.find('.'));
+  return protocol::SplitAt(s, '.', &l, &shard) && protocol::IsKeyNumber(l) &&
+         protocol::IsKeyNumber(shard);
+}
+
+bool ParseSketchSuffix(std::string_view s, std::string_view* id) {
+  if (s.size() <= kIdLength + 1 || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
+      s[kIdLength] != ':' || !protocol::IsKeyNumber(s.substr(kIdLength + 1))) {
+    return false;
+  }
+  *id = s.substr(0, kIdLength);
+  return true;
+}
+
+// The data-key readings of `key` (the last infix is the only split that can match: the
+// suffix holds none).
+bool AddDataOwners(std::string_view key, SweepKey* out) {
+  bool found = false;
+  std::string_view id, link;
+  size_t at = key.rfind(kBf);
+  if (at != std::string_view::npos && ParseBloomSuffix(key.substr(at + kBf.size()), &id, &link) &&
+      HasTag(key.substr(0, at))) {
+    found = true;
+    if (!link.empty()) {
+      for (std::string& name : PrefixOwners(key.substr(0, at))) {
+        out->owners.push_back(
+            {std::move(name), kFilterMark, std::string(id), "l" + std::string(link)});
+      }
+    }
+  }
+  at = key.rfind(kCms);
+  if (at != std::string_view::npos && ParseSketchSuffix(key.substr(at + kCms.size()), &id) &&
+      HasTag(key.substr(0, at))) {
+    found = true;
+    for (std::string& name : PrefixOwners(key.substr(0, at))) {
+      out->owners.push_back({std::move(name), kSketchMark, std::string(id), ""});
+    }
+  }
+  return found;
+}
+
+// The marker readings of `key`: any occurrence of the infix may be the split.
+bool AddMarkerOwners(std::string_view key, std::string_view infix, std::string_view mark,
+                     SweepKey* out) {
+  bool found = false;
+  for (size_t at = key.find(infix); at != std::string_view::npos; at = key.find(infix, at + 1)) {
+    const std::string_view name = key.substr(at + infix.size());
+    if (DataKeyPrefix(name) == key.substr(0, at)) {
+      found = true;
+      out->owners.push_back({std::string(name), mark, "", ""});
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<std::string> PrefixOwners(std::string_view prefix) {
+  std::vector<std::string> names;
+  if (!HasTag(prefix)) return names;
+  // DataKeyPrefix's three rules (key_layout.cc), each undone: the prefix itself (a name with a
+  // tag), "{X}" without its braces, and "{TTTT}N" without its slot tag.
+  constexpr size_t kTagged = 6;
+  std::vector<std::string_view> candidates = {prefix};
+  if (prefix.size() > 2 && prefix.front() == '{' && prefix.back() == '}') {
+    candidates.push_back(prefix.substr(1, prefix.size() - 2));
+  }
+  if (prefix.size() >= kTagged && prefix.front() == '{' && prefix[kTagged - 1] == '}') {
+    candidates.push_back(prefix.substr(kTagged));
+  }
+  for (std::string_view name : candidates) {
+    bool seen = false;
+    for (const std::string& n : names) seen = seen || n == name;
+    if (!seen && DataKeyPrefix(name) == prefix) names.emplace_back(name);
+  }
+  return names;
+}
+
+bool ParseSweepKey(std::string_view key, SweepKey* out) {
+  out->owners.clear();
+  // Not short-circuited: a key that reads both ways gets both readings' owners.
+  const bool data = AddDataOwners(key, out);
+  const bool bf_marker = AddMarkerOwners(key, kBfMarker, kFilterMark, out);
+  const bool cms_marker = AddMarkerOwners(key, kCmsMarker, kSketchMark, out);
+  return data || bf_marker || cms_marker;
+}
+
+std::string_view SweepScript() { return kSweepScript; }
+
+void AppendSweepLoad(std::string* out) {
+  protocol::AppendCommand(out, std::vector<std::string_view>{"SCRIPT", "LOAD", kSweepScript});
+}
+
+void AppendSweepRequest(std::string* out, std::string_view sha,
+                        const std::vector<SweepEntry>& entries) {
+  std::vector<std::string_view> keys;
+  std::vector<std::string> argv;
+  for (const SweepEntry& e : entries) {
+    keys.push_back(e.key);
+    argv.emplace_back(e.remove ? "d" : "c");
+    argv.push_back(std::to_string(e.parsed->owners.size()));
+    for (const SweepOwner& o : e.parsed->owners) {
+      keys.push_back(o.name);
+      argv.emplace_back(o.mark);
+      argv.push_back(o.id);
+      argv.push_back(o.field);
+    }
+  }
+  const std::string count = std::to_string(keys.size());
+  std::vector<std::string_view> args = {"EVALSHA", sha, count};
+  args.insert(args.end(), keys.begin(), keys.end());
+  for (const std::string& a : argv) args.push_back(a);
+  protocol::AppendCommand(out, args);
+}
+
+bool ParseSweepReply(const redisReply* r, size_t n, std::vector<SweepVerdict>* out) {
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != n) return false;
+  out->clear();
+  for (size_t i = 0; i < n; ++i) {
+    const redisReply* e = r->element[i];
+    if (e->type != REDIS_REPLY_INTEGER || e->integer < 0 || e->integer > 3) return false;
+    out->push_back(static_cast<SweepVerdict>(e->integer));
+  }
+  return true;
+}
+
+bool ParseScanReply(const redisReply* r, std::string* cursor, std::vector<std::string_view>* keys) {
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+    return false;
+  }
+  cursor->assign(r->element[0]->str, r->element[0]->len);
+  keys->clear();
+  const redisReply* list = r->element[1];
+  for (size_t i = 0; i < list->elements; ++i) {
+    const redisReply* k = list->element[i];
+    if (k->type != REDIS_REPLY_STRING) return false;
+    keys->emplace_back(k->str, k->len);
+  }
+  return true;
+}
+
+std::vector<int> KeyspaceDatabases(std::string_view info) {
+  std::vector<int> dbs;
+  size_t pos = 0;
+  while (pos < info.size()) {
+    size_t end = info.find('\n', pos);
+    if (end == std::string_view::npos) end = info.size();
+    std::string_view line = info.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.substr(0, 2) != "db") continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 2 || colon > 7) continue;
+    int db = 0;
+    bool digits = true;
+    for (char c : line.substr(2, colon - 2)) {
+      digits = digits && c >= '0' && c <= '9';
+      db = db * 10 + (c - '0');
+    }
+    if (digits) dbs.push_back(db);
+  }
+  return dbs;
+}
+
+void AppendSweepLock(std::string* out, std::string_view owner, uint64_t ttl_ms) {
+  const std::string ttl = std::to_string(ttl_ms);
+  protocol::AppendCommand(
+      out, std::vector<std::string_view>{"EVAL", kLockScript, "1", kSweepLockKey, owner, ttl});
+}
+
+}  // namespace bloomproxy::filters
