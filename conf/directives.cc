@@ -197,6 +197,15 @@ std::string ShowCmsMode(const Directive&, const Options& o) {
   return o.cms_mode == BfMode::kEmulate ? "emulate" : "forward";
 }
 
+bool ApplyCfMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                 std::string* e) {
+  return ParseSketchMode(a, &s->options->cf_mode, e);
+}
+
+std::string ShowCfMode(const Directive&, const Options& o) {
+  return o.cf_mode == BfMode::kEmulate ? "emulate" : "forward";
+}
+
 bool ApplyAuthMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
                    std::string* e) {
   if (EqualsIgnoreCase(a[0], "proxy")) {
@@ -292,6 +301,8 @@ const Directive kDirectives[] = {
         ApplyBfMode, ShowBfMode, kRestart),
     Custom<&O::cms_mode>("cms-mode", 1, "MODE", "CMS.*: emulate, or forward to RedisBloom",
         ApplyCmsMode, ShowCmsMode, kRestart),
+    Custom<&O::cf_mode>("cf-mode", 1, "MODE", "CF.*: emulate, or forward to RedisBloom",
+        ApplyCfMode, ShowCfMode, kRestart),
     // Filter defaults: filters created after a reload take the new values.
     Rate<&O::bf_error_rate>("bf-error-rate", "error rate of filters BF.ADD creates", kLive),
     Number<&O::bf_initial_capacity, 1, int64_t{1} << 30>("bf-initial-capacity", "N",

@@ -35,7 +35,7 @@ enum class LogLevel { kDebug, kVerbose, kNotice, kWarning };
 // logs that it needs a restart and keeps the running value.
 enum class Reload { kLive, kRestart };
 
-// What the proxy does with BF.* commands (bf-mode), and with CMS.* (cms-mode).
+// What the proxy does with BF.* commands (bf-mode), with CMS.* (cms-mode) and with CF.* (cf-mode).
 enum class BfMode {
   kEmulate,  // answered by the proxy on plain Redis strings (the default)
   kForward,  // passed to the upstream unchanged (a server with the RedisBloom module)
@@ -150,6 +150,7 @@ struct Options {
   // Bloom filters (BF.*).
   BfMode bf_mode = BfMode::kEmulate;
   BfMode cms_mode = BfMode::kEmulate;          // the same choice for CMS.*
+  BfMode cf_mode = BfMode::kEmulate;           // and for CF.*
   double bf_error_rate = kDefaultBfErrorRate;  // BF.ADD/INSERT on a new key
   int64_t bf_initial_capacity = kDefaultBfInitialCapacity;
   int bf_expansion = kDefaultBfExpansion;

@@ -23,6 +23,7 @@ struct SketchCommandDoc {
 
 constexpr SketchFamily kBloom = SketchFamily::kBloom;
 constexpr SketchFamily kCms = SketchFamily::kCms;
+constexpr SketchFamily kCuckoo = SketchFamily::kCuckoo;
 
 const SketchCommandDoc kDocs[] = {
     {"bf.reserve", -4, {"write", "denyoom"}, "@write", kBloom},
@@ -41,9 +42,35 @@ const SketchCommandDoc kDocs[] = {
     {"cms.query", -3, {"readonly"}, "@read", kCms},
     {"cms.merge", -4, {"write", "denyoom"}, "@write", kCms},
     {"cms.info", 2, {"readonly"}, "@read", kCms},
+    {"cf.reserve", -3, {"write", "denyoom"}, "@write", kCuckoo},
+    {"cf.add", 3, {"write", "denyoom"}, "@write", kCuckoo},
+    {"cf.addnx", 3, {"write", "denyoom"}, "@write", kCuckoo},
+    {"cf.insert", -4, {"write", "denyoom"}, "@write", kCuckoo},
+    {"cf.insertnx", -4, {"write", "denyoom"}, "@write", kCuckoo},
+    {"cf.exists", 3, {"readonly", "fast"}, "@read", kCuckoo},
+    {"cf.mexists", -3, {"readonly", "fast"}, "@read", kCuckoo},
+    {"cf.count", 3, {"readonly", "fast"}, "@read", kCuckoo},
+    {"cf.del", 3, {"write", "fast"}, "@write", kCuckoo},
+    // RedisBloom registers CF.COMPACT without command info (arity -1: the module checks 2) and
+    // with the flags of a read, though it writes.
+    {"cf.compact", -1, {"readonly", "fast"}, "@read", kCuckoo},
+    {"cf.scandump", 3, {"readonly", "fast"}, "@read", kCuckoo},
+    {"cf.loadchunk", 4, {"write", "denyoom"}, "@write", kCuckoo},
+    {"cf.info", 2, {"readonly", "fast"}, "@read", kCuckoo},
+    {"cf.debug", 2, {"readonly", "fast"}, "@read", kCuckoo},
 };
 
-std::string_view FamilyCategory(SketchFamily f) { return f == kBloom ? "bloom" : "cms"; }
+std::string_view FamilyCategory(SketchFamily f) {
+  switch (f) {
+    case kBloom:
+      return "bloom";
+    case kCms:
+      return "cms";
+    case kCuckoo:
+      return "cuckoo";
+  }
+  return "";
+}
 
 // Redis's addReplyCommandInfo: flags, ACL categories, tips, key specs and subcommands are sets
 // (arrays in RESP2).

@@ -1,4 +1,4 @@
-// The commands of every sketch the proxy answers (BF.*, CMS.*), as COMMAND describes them (arity,
+// The commands of every sketch the proxy answers (BF.*, CMS.*, CF.*), as COMMAND describes them (arity,
 // flags, key positions, ACL categories): one row per command, added to the upstream's COMMAND
 // output and read by the ACL compiler and the dispatcher. A new sketch adds its rows here.
 #pragma once
@@ -13,8 +13,8 @@
 namespace bloomproxy::filters {
 
 // The family a command belongs to: each is emulated or forwarded as configured (bf-mode,
-// cms-mode).
-enum class SketchFamily : uint8_t { kBloom, kCms };
+// cms-mode, cf-mode).
+enum class SketchFamily : uint8_t { kBloom, kCms, kCuckoo };
 
 // Which families the proxy answers itself (a bit per family).
 using SketchFamilies = uint32_t;
@@ -44,7 +44,7 @@ struct SketchCommandName {
   std::string_view name;
   bool writes;
   SketchFamily family;
-  std::string_view category;  // "bloom" or "cms"
+  std::string_view category;  // "bloom", "cms" or "cuckoo"
 };
 std::vector<SketchCommandName> SketchCommandNames();
 
