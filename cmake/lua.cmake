@@ -8,6 +8,7 @@ set(BP_LUA_GEN_DIR ${CMAKE_BINARY_DIR}/gen)
 file(GLOB_RECURSE BP_LUA_ALL CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/filters/*.lua)
 
 function(bp_embed_lua target)
+  set(outputs "")
   foreach(file IN LISTS ARGN)
     get_filename_component(abs ${file} ABSOLUTE)
     file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${abs})
@@ -30,7 +31,14 @@ function(bp_embed_lua target)
       DEPENDS ${BP_LUA_ALL} ${PROJECT_SOURCE_DIR}/cmake/embed_lua.cmake
       COMMENT "Embedding ${rel}"
       VERBATIM)
-    target_sources(${target} PRIVATE ${out})
+    list(APPEND outputs ${out})
   endforeach()
+  # The headers are made by a target of this directory (a custom command's output is only known
+  # in the directory that declares it), which `target` waits for; the compiler's dependency
+  # files rebuild what includes a header once it changes.
+  file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  string(REPLACE "/" "_" folder ${folder})
+  add_custom_target(bp_lua_${folder} DEPENDS ${outputs})
+  add_dependencies(${target} bp_lua_${folder})
   target_include_directories(${target} PUBLIC ${BP_LUA_GEN_DIR})
 endfunction()

@@ -42,6 +42,11 @@ inline constexpr std::string_view kMaxClients = "-ERR max number of clients reac
 inline constexpr std::string_view kCrossSlot =
     "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
 inline constexpr std::string_view kClusterDown = "-CLUSTERDOWN The cluster is down\r\n";
+// A structure whose keys a sharding proxy would spread over several servers (filters/common/
+// key_layout.h, KeptWholeBehindShardingProxy). Redis has no equivalent.
+inline constexpr std::string_view kNotKeptWhole =
+    "-ERR bloomproxy: behind a sharding proxy a filter's name needs a {hash tag}, or no braces "
+    "at all, and at most 7900 bytes, so that all its keys stay on one server\r\n";
 inline constexpr std::string_view kSlotNotServed = "-CLUSTERDOWN Hash slot not served\r\n";
 // Redis's transaction errors (multi.c), for transactions the proxy ends itself.
 inline constexpr std::string_view kExecAbort =

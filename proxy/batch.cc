@@ -1,10 +1,11 @@
 // Batches (proxy/batch.h): opened by the commands of a loop turn, launched when the turn ends.
 //
-// A CMS batch waits while the previous batch of the same kind on the same sketch and connection
-// is still upstream, and the commands of the turns meanwhile join it: under load the batches grow
-// with the upstream's latency instead of piling up as many small ones, and a bigger batch repeats
-// more cells, which the plan touches once each (filters/cms/cms_plan_cells.cc). Commands still take
-// effect in order: a held batch goes upstream right after the one before it is answered.
+// A CMS or CF batch waits while the previous batch of the same kind on the same structure and
+// connection is still upstream, and the commands of the turns meanwhile join it: under load the
+// batches grow with the upstream's latency instead of piling up as many small ones, and a bigger
+// batch repeats more cells, which the plan touches once each (filters/cms/cms_plan_cells.cc).
+// Commands still take effect in order: a held batch goes upstream right after the one before it is
+// answered.
 #include "proxy/batch.h"
 
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "filters/bloom/bf_plan.h"
 #include "filters/cms/cms_plan.h"
+#include "filters/cuckoo/cf_plan.h"
 #include "protocol/key_slot.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
@@ -21,7 +23,9 @@
 namespace bloomproxy::proxy {
 namespace {
 
-bool IsCms(BatchKind kind) { return kind == BatchKind::kCmsIncrBy || kind == BatchKind::kCmsQuery; }
+// A batch that waits for the one before it on the same structure and connection (a BF batch
+// goes at once: its plan validates and retries on its own).
+bool IsHeld(BatchKind kind) { return kind != BatchKind::kBfAdd && kind != BatchKind::kBfExists; }
 
 // A held batch goes upstream anyway past this many items (a bound on one request's size).
 constexpr size_t kMaxHeldItems = 65536;
@@ -60,20 +64,20 @@ void Server::LaunchBatches() {
   std::vector<std::unique_ptr<SketchBatch>> batches;
   batches.swap(batches_);
   for (auto& b : batches) {
-    if (!IsCms(b->kind)) {
+    if (!IsHeld(b->kind)) {
       LaunchBfBatch(std::move(b));
       continue;
     }
     std::string id = b->Id();
     auto held = held_batches_.find(id);
     if (held == held_batches_.end()) {
-      LaunchCmsBatch(std::move(b), std::move(id));
+      LaunchHeldBatch(std::move(b), std::move(id));
     } else if (held->second == nullptr) {
       held->second = std::move(b);  // waits for the one upstream
     } else {
       held->second->Append(std::move(*b));
       if (held->second->items.size() > kMaxHeldItems) {
-        LaunchCmsBatch(std::move(held->second), std::move(id));
+        LaunchHeldBatch(std::move(held->second), std::move(id));
       }
     }
   }
@@ -93,12 +97,27 @@ void Server::LaunchBfBatch(std::unique_ptr<SketchBatch> b) {
   PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key));
 }
 
-void Server::LaunchCmsBatch(std::unique_ptr<SketchBatch> b, std::string id) {
-  const filters::CmsCommand command =
-      b->kind == BatchKind::kCmsIncrBy ? filters::CmsCommand::kIncrBy : filters::CmsCommand::kQuery;
-  std::unique_ptr<filters::Plan> plan =
-      filters::MakeCmsBatchPlan(command, b->key, std::move(b->items), std::move(b->increments),
-                                std::move(b->members), &cms_cache_, &cms_config_);
+std::unique_ptr<filters::Plan> Server::HeldBatchPlan(SketchBatch* b) {
+  switch (b->kind) {
+    case BatchKind::kCfAdd:
+      return filters::MakeCfInsertBatchPlan(b->key, std::move(b->items), std::move(b->members),
+                                            &cf_config_);
+    case BatchKind::kCfExists:
+      return filters::MakeCfCheckBatchPlan(b->key, std::move(b->items), std::move(b->members),
+                                           &cf_config_);
+    default: {
+      const filters::CmsCommand command = b->kind == BatchKind::kCmsIncrBy
+                                              ? filters::CmsCommand::kIncrBy
+                                              : filters::CmsCommand::kQuery;
+      return filters::MakeCmsBatchPlan(command, b->key, std::move(b->items),
+                                       std::move(b->increments), std::move(b->members), &cms_cache_,
+                                       &cms_config_);
+    }
+  }
+}
+
+void Server::LaunchHeldBatch(std::unique_ptr<SketchBatch> b, std::string id) {
+  std::unique_ptr<filters::Plan> plan = HeldBatchPlan(b.get());
   // Upstream now: until it is answered, the next batch of its kind on the sketch waits.
   held_batches_.try_emplace(id);
   PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key),
@@ -110,7 +129,7 @@ void Server::BatchDone(std::string id) {
   if (held == held_batches_.end()) return;
   std::unique_ptr<SketchBatch> next = std::move(held->second);
   held_batches_.erase(held);
-  if (next != nullptr) LaunchCmsBatch(std::move(next), std::move(id));
+  if (next != nullptr) LaunchHeldBatch(std::move(next), std::move(id));
 }
 
 }  // namespace bloomproxy::proxy

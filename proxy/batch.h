@@ -20,6 +20,8 @@ enum class BatchKind : uint8_t {
   kBfExists,   // BF.EXISTS / BF.MEXISTS
   kCmsIncrBy,  // CMS.INCRBY
   kCmsQuery,   // CMS.QUERY
+  kCfAdd,      // CF.ADD / CF.ADDNX
+  kCfExists,   // CF.EXISTS / CF.MEXISTS
 };
 
 // Commands of one kind on one filter or sketch, gathered during one loop turn from any number of

@@ -481,6 +481,9 @@ class Client {
   // BF.* commands (filters/bloom/bf_plan.h); kForward when the command is not one.
   Dispatched HandleFilterCommand(const protocol::Command& cmd);
   Dispatched HandleCmsCommand(const protocol::Command& cmd);
+  // cf_commands.cc: CF.* (filters/cuckoo/cf_plan.h), and the batch a CF command joins.
+  Dispatched HandleCfCommand(const protocol::Command& cmd);
+  bool CfBatchKindOf(const protocol::Command& cmd, BatchKind* kind) const;
   // A BF.* command on a key a bf-layout rule names (filters/guava/guava_plan.h).
   Dispatched StartLayoutPlan(const filters::BfRequest& request, const filters::LayoutRule& rule,
                              std::string deferred_error, bool writes);
@@ -503,9 +506,10 @@ class Client {
   // BF.ADD/MADD/EXISTS/MEXISTS join the loop turn's batch for their filter.
   Dispatched JoinBatch(const filters::BfRequest& request, bool exists);
   // Joins this loop turn's batch of `kind` on `key` with one command's items (and increments).
+  // `nx`: CF.ADDNX.
   Dispatched JoinAnyBatch(BatchKind kind, std::string_view key,
                           const std::vector<std::string_view>& items,
-                          const std::vector<uint64_t>& increments, bool multi);
+                          const std::vector<uint64_t>& increments, bool multi, bool nx = false);
   // True when `cmd` would join the batch this client has open (so it need not wait for it).
   bool JoinsRunningBatches(const protocol::Command& cmd) const;
   // The batch a command joins (BF.ADD/MADD/EXISTS/MEXISTS, CMS.INCRBY/QUERY); false for others.

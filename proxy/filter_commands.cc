@@ -23,9 +23,6 @@ using protocol::Command;
 
 namespace {
 
-constexpr std::string_view kNotKeptWhole =
-    "-ERR bloomproxy: behind a sharding proxy a filter's name needs a {hash tag}, or no braces "
-    "at all, and at most 7900 bytes, so that all its keys stay on one server\r\n";
 constexpr std::string_view kNotOneServer =
     "-ERR bloomproxy: behind a sharding proxy CMS.MERGE needs the destination and every source "
     "under one {hash tag}, so that they are on one server\r\n";
@@ -81,6 +78,7 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
     return Dispatched::kForward;
   }
   if (family == filters::SketchFamily::kCms) return HandleCmsCommand(cmd);
+  if (family == filters::SketchFamily::kCuckoo) return HandleCfCommand(cmd);
   BfCommand bf;
   if (filters::LookupBfCommand(cmd.args[0], &bf)) {
     filters::BfRequest request;
@@ -99,7 +97,7 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
                              Writes(bf));
     }
     if (server_->sharding_proxy() && !filters::KeptWholeBehindShardingProxy(request.key)) {
-      ReplyLocal(kNotKeptWhole);
+      ReplyLocal(protocol::errors::kNotKeptWhole);
       return Dispatched::kDone;
     }
     if (!deferred && (bf == BfCommand::kAdd || bf == BfCommand::kMAdd)) {
@@ -156,7 +154,7 @@ Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {
     if (server_->sharding_proxy() &&
         (!filters::KeptWholeBehindShardingProxy(name) ||
          protocol::HashTag(name, &has_tag) != protocol::HashTag(request.key, &has_tag))) {
-      ReplyLocal(name == request.key ? kNotKeptWhole : kNotOneServer);
+      ReplyLocal(name == request.key ? protocol::errors::kNotKeptWhole : kNotOneServer);
       return Dispatched::kDone;
     }
     if (server_->router().cluster() && protocol::KeySlot(name) != protocol::KeySlot(request.key)) {
@@ -225,7 +223,7 @@ bool Client::BatchKindOf(const Command& cmd, BatchKind* kind) const {
     *kind = cms == filters::CmsCommand::kIncrBy ? BatchKind::kCmsIncrBy : BatchKind::kCmsQuery;
     return cms == filters::CmsCommand::kIncrBy || cms == filters::CmsCommand::kQuery;
   }
-  return false;
+  return server_->cf_emulate() && CfBatchKindOf(cmd, kind);
 }
 
 UpstreamConn* Client::PlanConnection(std::string_view key, bool writes, Dispatched* result) {
@@ -252,8 +250,10 @@ Client::Dispatched Client::JoinBatch(const filters::BfRequest& request, bool exi
 
 Client::Dispatched Client::JoinAnyBatch(BatchKind kind, std::string_view key,
                                         const std::vector<std::string_view>& items,
-                                        const std::vector<uint64_t>& increments, bool multi) {
-  const bool writes = kind == BatchKind::kBfAdd || kind == BatchKind::kCmsIncrBy;
+                                        const std::vector<uint64_t>& increments, bool multi,
+                                        bool nx) {
+  const bool writes =
+      kind == BatchKind::kBfAdd || kind == BatchKind::kCmsIncrBy || kind == BatchKind::kCfAdd;
   Dispatched result = Dispatched::kDone;
   UpstreamConn* target = PlanConnection(key, writes, &result);
   if (target == nullptr) return result;
@@ -277,6 +277,7 @@ Client::Dispatched Client::JoinAnyBatch(BatchKind kind, std::string_view key,
   member.start = batch->items.size();
   member.count = items.size();
   member.multi = multi;
+  member.nx = nx;
   batch->items.insert(batch->items.end(), items.begin(), items.end());
   batch->increments.insert(batch->increments.end(), increments.begin(), increments.end());
   batch->members.push_back(member);

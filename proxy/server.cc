@@ -45,10 +45,12 @@ Server::Server(const conf::Options& options, int index) : options_(options), ind
   bf_config_.defaults.expansion = static_cast<uint32_t>(options.bf_expansion);
   bf_config_.max_shard_bytes = static_cast<uint64_t>(options.bf_max_shard_bytes);
   cms_config_.max_part_bytes = bf_config_.max_shard_bytes;
+  cf_config_.max_shard_bytes = bf_config_.max_shard_bytes;
   bf_config_.layouts = filters::LayoutRules::FromArgs(options.bf_layouts);
   if (options.upstream_kind == "sharding-proxy") {
     bf_config_.upstream = protocol::UpstreamKind::kShardingProxy;
     cms_config_.upstream = protocol::UpstreamKind::kShardingProxy;
+    cf_config_.upstream = protocol::UpstreamKind::kShardingProxy;
   }
   router_ = std::make_unique<ClusterRouter>(this);
 }

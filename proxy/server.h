@@ -13,6 +13,7 @@
 #include "conf/options.h"
 #include "filters/bloom/bf_plan.h"
 #include "filters/cms/cms_plan.h"
+#include "filters/cuckoo/cf_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/acl.h"
 #include "proxy/batch.h"
@@ -107,13 +108,16 @@ class Server {
   }
   // The command rules of `user`; nullptr when the user may run every command.
   const CommandAcl* acl(std::string_view user) const { return acls_.Find(user); }
-  // BF.* emulation: on unless bf-mode is forward; CMS.* the same with cms-mode.
+  // BF.* emulation: on unless bf-mode is forward; CMS.* and CF.* the same with cms-mode and
+  // cf-mode.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
   bool cms_emulate() const { return options_.cms_mode == conf::BfMode::kEmulate; }
+  bool cf_emulate() const { return options_.cf_mode == conf::BfMode::kEmulate; }
   // The sketch families the proxy answers itself.
   filters::SketchFamilies emulated() const {
     return (bf_emulate() ? filters::FamilyBit(filters::SketchFamily::kBloom) : 0) |
-           (cms_emulate() ? filters::FamilyBit(filters::SketchFamily::kCms) : 0);
+           (cms_emulate() ? filters::FamilyBit(filters::SketchFamily::kCms) : 0) |
+           (cf_emulate() ? filters::FamilyBit(filters::SketchFamily::kCuckoo) : 0);
   }
   bool emulates(filters::SketchFamily f) const { return (emulated() & filters::FamilyBit(f)) != 0; }
   // The TLS context of upstream connections; null without upstream-tls.
@@ -126,6 +130,7 @@ class Server {
   filters::FilterCache& filter_cache() { return filter_cache_; }
   const filters::CmsConfig& cms_config() const { return cms_config_; }
   filters::CmsCache& cms_cache() { return cms_cache_; }
+  const filters::CfConfig& cf_config() const { return cf_config_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -167,7 +172,9 @@ class Server {
   // proxy/batch.cc: this loop turn's batches go upstream, or wait for the one before them.
   void LaunchBatches();
   void LaunchBfBatch(std::unique_ptr<SketchBatch> batch);
-  void LaunchCmsBatch(std::unique_ptr<SketchBatch> batch, std::string id);  // id: batch->Id()
+  // A CMS or CF batch, which the next batch of its kind on its structure waits for.
+  void LaunchHeldBatch(std::unique_ptr<SketchBatch> batch, std::string id);  // id: batch->Id()
+  std::unique_ptr<filters::Plan> HeldBatchPlan(SketchBatch* batch);
   void BatchDone(std::string id);
   void MaybeFinishShutdown();
 
@@ -217,8 +224,9 @@ class Server {
   filters::FilterCache filter_cache_;
   filters::CmsConfig cms_config_;
   filters::CmsCache cms_cache_;
+  filters::CfConfig cf_config_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
-  // CMS batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
+  // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;
   bool shutting_down_ = false;
   bool stopped_ = false;

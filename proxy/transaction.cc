@@ -123,10 +123,18 @@ bool Client::QueueSketch(const Command& cmd, QueuedEntry* entry) {
     return true;  // queued as it is: the upstream's module, or its unknown command error
   }
   std::string refusal;
-  std::unique_ptr<filters::QueuedSketch> sketch =
-      family == filters::SketchFamily::kCms
-          ? filters::QueueCmsCommand(cmd.args, server_->cms_config(), &refusal)
-          : filters::QueueBfCommand(cmd.args, server_->bf_config(), &refusal);
+  std::unique_ptr<filters::QueuedSketch> sketch;
+  switch (family) {
+    case filters::SketchFamily::kCms:
+      sketch = filters::QueueCmsCommand(cmd.args, server_->cms_config(), &refusal);
+      break;
+    case filters::SketchFamily::kCuckoo:
+      sketch = filters::QueueCfCommand(cmd.args, server_->cf_config(), &refusal);
+      break;
+    case filters::SketchFamily::kBloom:
+      sketch = filters::QueueBfCommand(cmd.args, server_->bf_config(), &refusal);
+      break;
+  }
   if (sketch == nullptr) {
     Refuse(refusal);
     return false;

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <random>
 
 #include "filters/common/key_layout.h"
 #include "protocol/request_parser.h"
@@ -84,11 +83,6 @@ bool DecodeLink(std::string_view s, LinkParams* l) {
   l->k = static_cast<uint32_t>(k);
   l->n2 = 0;
   return true;
-}
-
-std::string NewId() {
-  static std::mt19937_64 rng{std::random_device{}()};
-  return Hex64(rng());
 }
 
 MetaStatus MetaFromFields(std::string_view name,

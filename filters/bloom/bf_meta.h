@@ -13,6 +13,7 @@
 
 #include "filters/bloom/bf_args.h"
 #include "filters/bloom/bloom.h"
+#include "filters/common/key_layout.h"
 #include "filters/common/meta_cache.h"
 #include "filters/common/plan_requests.h"
 #include "filters/guava/bf_layout.h"
@@ -107,9 +108,6 @@ std::string EncodeLink(const LinkParams& l);
 // key), 0 < k < 1000, an error rate in (0, 1), n2 = 0 (64-bit hashes; older dumps are refused
 // at load).
 bool DecodeLink(std::string_view s, LinkParams* l);
-
-// A new random filter id: 16 lower-case hex digits.
-std::string NewId();
 
 // What a hash's fields hold (MetaFromFields).
 enum class MetaStatus {

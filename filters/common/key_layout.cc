@@ -1,6 +1,9 @@
 #include "filters/common/key_layout.h"
 
 #include <array>
+#include <cinttypes>
+#include <cstdio>
+#include <random>
 
 #include "protocol/key_slot.h"
 #include "protocol/sharding_proxy.h"
@@ -80,6 +83,20 @@ std::string CmsMarkerKey(std::string_view prefix, std::string_view name) {
   out += ":cms:m:";
   out += name;
   return out;
+}
+
+std::string CfMarkerKey(std::string_view prefix, std::string_view name) {
+  std::string out(prefix);
+  out += ":cf:m:";
+  out += name;
+  return out;
+}
+
+std::string NewId() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, rng());
+  return buf;
 }
 
 }  // namespace bloomproxy::filters

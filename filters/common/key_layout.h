@@ -43,6 +43,9 @@ std::string DataKeyPrefix(std::string_view name);
 constexpr size_t kShardingProxyMaxName = 7900;
 bool KeptWholeBehindShardingProxy(std::string_view name);
 
+// A new random structure id (the <id> of the data keys): 16 lower-case hex digits.
+std::string NewId();
+
 // Data key names.
 std::string BitsKey(std::string_view prefix, std::string_view id, size_t link, size_t shard);
 std::string CountKey(std::string_view prefix, std::string_view id, size_t link);
@@ -51,5 +54,7 @@ std::string MarkerKey(std::string_view prefix, std::string_view name);
 // The marker of the count-min sketch named `name` ({users}:cms:m:users): a key of its own, so
 // that TYPE tells the two apart with EXISTS, which touches nothing.
 std::string CmsMarkerKey(std::string_view prefix, std::string_view name);
+// The marker of the cuckoo filter named `name` ({users}:cf:m:users).
+std::string CfMarkerKey(std::string_view prefix, std::string_view name);
 
 }  // namespace bloomproxy::filters

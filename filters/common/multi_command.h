@@ -27,6 +27,7 @@ namespace bloomproxy::filters {
 
 struct BfConfig;
 struct CmsConfig;
+struct CfConfig;
 
 // One BF.* or CMS.* command queued in a transaction.
 class QueuedSketch {
@@ -71,5 +72,8 @@ std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>
 // The same for CMS.* commands.
 std::unique_ptr<QueuedSketch> QueueCmsCommand(const std::vector<std::string_view>& args,
                                               const CmsConfig& config, std::string* refusal);
+// The same for CF.* commands (filters/cuckoo/multi_cf.cc).
+std::unique_ptr<QueuedSketch> QueueCfCommand(const std::vector<std::string_view>& args,
+                                             const CfConfig& config, std::string* refusal);
 
 }  // namespace bloomproxy::filters

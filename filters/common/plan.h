@@ -57,12 +57,13 @@ class StepReplies {
 };
 
 // One command of several coalesced into one plan: its items are items[start, start + count),
-// and it is a multi-item command (BF.MADD / BF.MEXISTS / CMS.*: an array reply) or a
+// and it is a multi-item command (BF.MADD / BF.MEXISTS / CF.MEXISTS / CMS.*: an array reply) or a
 // single-item one.
 struct PlanMember {
   size_t start = 0;
   size_t count = 0;
   bool multi = false;
+  bool nx = false;  // CF.ADDNX in a batch of CF.ADD: its item goes in only when absent
 };
 
 struct PlanStep {

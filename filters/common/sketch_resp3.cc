@@ -2,6 +2,7 @@
 
 #include "filters/bloom/bf_args.h"
 #include "filters/cms/cms_args.h"
+#include "filters/cuckoo/cf_args.h"
 #include "protocol/encoder.h"
 #include "protocol/reply_framer.h"
 
@@ -63,6 +64,26 @@ void AppendValue(std::string_view value, std::string* out) {
   out->append(value == kNullBulk ? kNull : value);
 }
 
+Resp3Shape CfShape(CfCommand cf) {
+  switch (cf) {
+    case CfCommand::kAdd:
+    case CfCommand::kAddNx:
+    case CfCommand::kExists:
+    case CfCommand::kDel:
+      return Resp3Shape::kBool;
+    case CfCommand::kMExists:
+      return Resp3Shape::kBoolArray;
+    case CfCommand::kInsert:
+      return Resp3Shape::kCfInsert;
+    case CfCommand::kInfo:
+      return Resp3Shape::kInfoMap;
+    case CfCommand::kScanDump:
+      return Resp3Shape::kNullInArray;
+    default:
+      return Resp3Shape::kSame;
+  }
+}
+
 }  // namespace
 
 Resp3Shape Resp3ShapeOf(const std::vector<std::string_view>& args) {
@@ -91,6 +112,8 @@ Resp3Shape Resp3ShapeOf(const std::vector<std::string_view>& args) {
   }
   CmsCommand cms;
   if (LookupCmsCommand(args[0], &cms) && cms == CmsCommand::kInfo) return Resp3Shape::kInfoMap;
+  CfCommand cf;
+  if (LookupCfCommand(args[0], &cf)) return CfShape(cf);
   return Resp3Shape::kSame;
 }
 
@@ -108,6 +131,15 @@ std::string ToResp3(Resp3Shape shape, std::string_view resp2) {
     case Resp3Shape::kBoolArray:
       protocol::AppendArrayHeader(&out, static_cast<int64_t>(elements.size()));
       for (std::string_view e : elements) AppendBoolOrSame(e, &out);
+      return out;
+    case Resp3Shape::kCfInsert:
+      // RedisBloom's CF.INSERT replies with a boolean per item: -1 (no room) is false too.
+      protocol::AppendArrayHeader(&out, static_cast<int64_t>(elements.size()));
+      for (std::string_view e : elements) AppendBoolOrSame(e == ":-1\r\n" ? ":0\r\n" : e, &out);
+      return out;
+    case Resp3Shape::kNullInArray:
+      protocol::AppendArrayHeader(&out, static_cast<int64_t>(elements.size()));
+      for (std::string_view e : elements) AppendValue(e, &out);
       return out;
     case Resp3Shape::kInfoMap:
       // Labels at even places, values at odd ones.

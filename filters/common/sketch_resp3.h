@@ -1,16 +1,22 @@
-// BF.* and CMS.* replies to a RESP3 client (HELLO 3), byte for byte as RedisBloom gives them.
+// BF.*, CMS.* and CF.* replies to a RESP3 client (HELLO 3), byte for byte as RedisBloom gives them.
 // The plans and the scripts inside MULTI always make the RESP2 reply (they read every upstream
 // reply in its RESP2 form, protocol/resp3.h, whatever the connection speaks); a RESP3 client's
 // reply is that reply rewritten. RedisBloom's replies differ in three ways only (spec:
 // RedisBloom's `_ReplyMap`, `RedisModule_ReplyWithBool`):
 //
 //   shape          commands                           RESP2                  RESP3
-//   kBool          BF.ADD, BF.EXISTS                  :1 / :0                #t / #f
-//   kBoolArray     BF.MADD, BF.INSERT, BF.MEXISTS     *n :1 :0 -err          *n #t #f -err
-//   kInfoMap       BF.INFO key, CMS.INFO key          *2n +label value ...   %n +label value ...
+//   kBool          BF.ADD, BF.EXISTS, CF.ADD,         :1 / :0                #t / #f
+//                  CF.ADDNX, CF.EXISTS, CF.DEL
+//   kBoolArray     BF.MADD, BF.INSERT, BF.MEXISTS,    *n :1 :0 -err          *n #t #f -err
+//                  CF.MEXISTS
+//   kCfInsert      CF.INSERT                          *n :1 :-1              *n #t #f
+//   kInfoMap       BF.INFO key, CMS.INFO key,         *2n +label value ...   %n +label value ...
+//                  CF.INFO key
 //   kBfInfo<Field> BF.INFO key FIELD                  *1 value               %1 +Label value
+//   kNullInArray   CF.SCANDUMP (its end)              *2 :0 $-1              *2 :0 _
 //
 // and a null value (BF.INFO's expansion of a NONSCALING filter) is `$-1` in RESP2, `_` in RESP3.
+// CF.INSERTNX's 1 / 0 / -1 stay integers in RESP3, as RedisBloom sends them.
 // Everything else (errors, whole or inside arrays, +OK, counts, BF.SCANDUMP's chunks) is the same
 // in both. Pure; no sockets.
 #pragma once
@@ -35,6 +41,8 @@ enum class Resp3Shape : uint8_t {
   kBfInfoFilters,    // "Number of filters"
   kBfInfoItems,      // "Number of items inserted"
   kBfInfoExpansion,  // "Expansion rate"
+  kCfInsert,
+  kNullInArray,
 };
 
 // The shape of the reply to sketch command `args` (args[0] is the name, any case). kSame for

@@ -138,10 +138,28 @@ TEST(SketchResp3, ShapeOfEachCommand) {
   EXPECT_EQ(shape({"BF.INFO", "f", ""}), Resp3Shape::kSame);
   for (std::string_view name :
        {"BF.RESERVE", "BF.CARD", "BF.SCANDUMP", "BF.LOADCHUNK", "CMS.INITBYDIM", "CMS.INITBYPROB",
-        "CMS.INCRBY", "CMS.QUERY", "CMS.MERGE", "GET", "HGETALL", "CF.ADD", ""}) {
+        "CMS.INCRBY", "CMS.QUERY", "CMS.MERGE", "GET", "HGETALL", "CF.INSERTNX", "CF.COUNT",
+        "CF.RESERVE", "CF.COMPACT", "CF.LOADCHUNK", "CF.DEBUG", "TOPK.ADD", ""}) {
     EXPECT_EQ(shape({name, "k", "1"}), Resp3Shape::kSame) << name;
   }
   EXPECT_EQ(shape({}), Resp3Shape::kSame);
+}
+
+TEST(SketchResp3, CuckooShapes) {
+  auto shape = [](std::vector<std::string_view> args) { return Resp3ShapeOf(args); };
+  for (std::string_view name : {"CF.ADD", "cf.addnx", "CF.EXISTS", "CF.DEL"}) {
+    EXPECT_EQ(shape({name, "k", "a"}), Resp3Shape::kBool) << name;
+  }
+  EXPECT_EQ(shape({"CF.MEXISTS", "k", "a", "b"}), Resp3Shape::kBoolArray);
+  EXPECT_EQ(shape({"CF.INSERT", "k", "ITEMS", "a"}), Resp3Shape::kCfInsert);
+  EXPECT_EQ(shape({"CF.INFO", "k"}), Resp3Shape::kInfoMap);
+  EXPECT_EQ(shape({"CF.SCANDUMP", "k", "0"}), Resp3Shape::kNullInArray);
+  // RedisBloom: CF.INSERT's -1 (no room) is false; CF.SCANDUMP's end is RESP3's null.
+  EXPECT_EQ(ToResp3(Resp3Shape::kCfInsert, "*3\r\n:1\r\n:-1\r\n:1\r\n"),
+            "*3\r\n#t\r\n#f\r\n#t\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kNullInArray, "*2\r\n:0\r\n$-1\r\n"), "*2\r\n:0\r\n_\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kNullInArray, "*2\r\n:9\r\n$2\r\nab\r\n"),
+            "*2\r\n:9\r\n$2\r\nab\r\n");
 }
 
 TEST(SketchResp3, BooleansAndTheErrorsBesideThem) {
