@@ -12,6 +12,8 @@ constexpr std::string_view kBf = ":bf:";
 constexpr std::string_view kCms = ":cms:";
 constexpr std::string_view kMarker = ":bf:m:";
 constexpr std::string_view kCmsMarker = ":cms:m:";
+constexpr std::string_view kCf = ":cf:";
+constexpr std::string_view kCfMarker = ":cf:m:";
 constexpr size_t kIdLength = 16;
 constexpr size_t kMaxDigits = 20;  // std::to_string of a 64-bit size_t
 
@@ -46,6 +48,15 @@ bool IsSketchSuffix(std::string_view s) {
          s[kIdLength] == ':' && IsKeyNumber(s.substr(kIdLength + 1));
 }
 
+// What follows "P:cf:": "H:D.D" (a cuckoo filter's sub-filter D, its data key D).
+bool IsCuckooSuffix(std::string_view s) {
+  if (s.size() <= kIdLength + 1 || !IsInternalKeyId(s.substr(0, kIdLength)) || s[kIdLength] != ':')
+    return false;
+  std::string_view subfilter, shard;
+  return SplitAt(s.substr(kIdLength + 1), '.', &subfilter, &shard) && IsKeyNumber(subfilter) &&
+         IsKeyNumber(shard);
+}
+
 // Whether `prefix` is filters::DataKeyPrefix(name) (the same three rules,
 // filters/common/key_layout.cc; protocol/ cannot call filters/, and internal_keys_test checks that
 // both agree).
@@ -61,7 +72,8 @@ bool IsPrefixOf(std::string_view prefix, std::string_view name) {
          prefix.substr(1, kTagged - 2) == SlotTag(KeySlot(name));
 }
 
-// A name may itself hold ":bf:m:" (or ":cms:m:"), so every occurrence is a candidate split.
+// A name may itself hold ":bf:m:" (or ":cms:m:", ":cf:m:"), so every occurrence is a candidate
+// split.
 bool IsMarker(std::string_view key, std::string_view infix) {
   for (size_t at = key.find(infix); at != std::string_view::npos; at = key.find(infix, at + 1)) {
     if (IsPrefixOf(key.substr(0, at), key.substr(at + infix.size()))) return true;
@@ -69,7 +81,7 @@ bool IsMarker(std::string_view key, std::string_view infix) {
   return false;
 }
 
-// The suffix of a data key holds no ":bf:" or ":cms:" (ids are hex, the rest digits), so the
+// The suffix of a data key holds no ":bf:", ":cms:" or ":cf:" (ids are hex, the rest digits), so the
 // last occurrence is the only split that can match.
 bool IsDataKey(std::string_view key, std::string_view infix, bool (*suffix_ok)(std::string_view)) {
   const size_t at = key.rfind(infix);
@@ -176,12 +188,14 @@ bool SplitAt(std::string_view s, char sep, std::string_view* head, std::string_v
 
 bool IsInternalKey(std::string_view key) {
   return IsDataKey(key, kBf, IsBloomSuffix) || IsDataKey(key, kCms, IsSketchSuffix) ||
-         IsMarker(key, kMarker) || IsMarker(key, kCmsMarker);
+         IsDataKey(key, kCf, IsCuckooSuffix) || IsMarker(key, kMarker) ||
+         IsMarker(key, kCmsMarker) || IsMarker(key, kCfMarker);
 }
 
 std::string HideInternalKeys(std::string_view frame, bool scan) {
   // Most replies name no internal key at all: leave them untouched without parsing.
-  if (frame.find(kBf) == std::string_view::npos && frame.find(kCms) == std::string_view::npos) {
+  if (frame.find(kBf) == std::string_view::npos && frame.find(kCms) == std::string_view::npos &&
+      frame.find(kCf) == std::string_view::npos) {
     return std::string(frame);
   }
   Reader r(frame);

@@ -13,8 +13,9 @@
 //   P:bf:H:D.D:H         a new link's shard under its private name      bf_plan_create.cc
 //   P:bf:H:new           a new filter's metadata before it is published bf_plan_create.cc
 //   P:cms:H:D            a count-min sketch's part                      (CMS layout)
-//   P:bf:m:N, P:cms:m:N  the marker of the filter or sketch named N, where P is exactly
-//                        DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
+//   P:cf:H:D.D           a cuckoo filter's slots (sub-filter.data key)  (CF layout)
+//   P:bf:m:N, P:cms:m:N, the marker of the filter or sketch named N, where P is exactly
+//   P:cf:m:N             DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
 //                        without braces, else "{T}N" with T = SlotTag(KeySlot(N))
 //
 // and nothing else: "a:bf:m:a" (no tag), "{a}:bf:m:b" (not b's prefix), "{a}:bf:0123:0.0" (short

@@ -45,6 +45,11 @@ TEST(IsInternalKeyTest, EveryKeyTheFiltersBuild) {
     for (std::string_view part : {"0", "1", "17", "4294967296"}) {
       EXPECT_TRUE(IsInternalKey(p + ":cms:" + id + ":" + std::string(part))) << p;
     }
+    // A cuckoo filter's data keys (sub-filter.key, filters/cuckoo/cf_layout.lua) and its marker.
+    for (std::string_view key : {"0.0", "1.0", "31.17", "65534.4294967296"}) {
+      EXPECT_TRUE(IsInternalKey(p + ":cf:" + id + ":" + std::string(key))) << p;
+    }
+    EXPECT_TRUE(IsInternalKey(filters::CfMarkerKey(p, name))) << p;
     // The name itself is the user's.
     EXPECT_FALSE(IsInternalKey(name)) << name;
   }
@@ -59,6 +64,8 @@ TEST(IsInternalKeyTest, LiteralExamples) {
   EXPECT_TRUE(IsInternalKey("app{users}x:bf:m:app{users}x"));
   EXPECT_TRUE(IsInternalKey("{users}:cms:0123456789abcdef:0"));
   EXPECT_TRUE(IsInternalKey("app{users}x:cms:0123456789abcdef:12"));
+  EXPECT_TRUE(IsInternalKey("{users}:cf:0123456789abcdef:0.0"));
+  EXPECT_TRUE(IsInternalKey("{users}:cf:m:users"));
   // The tag may sit anywhere in the prefix of a data key.
   EXPECT_TRUE(IsInternalKey("a{b}c:bf:0123456789abcdef:0.0"));
   // A name holding ":bf:m:" still has its marker found.
@@ -106,6 +113,14 @@ TEST(IsInternalKeyTest, LookAlikesStayVisible) {
            "{a}:cms:0123456789abcdef:00",
            "{a}:cms:0123456789abcdef:+1",
            "{a}:cms:0123456789abcdef:1.0",
+           "users:cf:0123456789abcdef:0.0",
+           "{a}:cf:0123456789abcdef:0",
+           "{a}:cf:0123456789abcdef:0.",
+           "{a}:cf:0123456789abcdef:01.0",
+           "{a}:cf:0123456789abcdef:0:n",
+           "{a}:cf:0123456789ABCDEF:0.0",
+           "{a}:cf:m:b",
+           "a:cf:m:a",
            // Other shapes.
            "{a}:bf:0123456789abcdef",
            "{a}:bf:0123456789abcdef:",
@@ -129,9 +144,11 @@ TEST(IsInternalKeyTest, MarkerWithAnotherSlotsTag) {
     std::string p = filters::DataKeyPrefix(name);
     ASSERT_TRUE(IsInternalKey(filters::MarkerKey(p, name)));
     ASSERT_TRUE(IsInternalKey(filters::CmsMarkerKey(p, name)));
+    ASSERT_TRUE(IsInternalKey(filters::CfMarkerKey(p, name)));
     p[1] = p[1] == '0' ? '1' : '0';  // not SlotTag(): the one tag used
     EXPECT_FALSE(IsInternalKey(filters::MarkerKey(p, name))) << p;
     EXPECT_FALSE(IsInternalKey(filters::CmsMarkerKey(p, name))) << p;
+    EXPECT_FALSE(IsInternalKey(filters::CfMarkerKey(p, name))) << p;
   }
 }
 
