@@ -28,6 +28,7 @@ inline constexpr int kDefaultBfExpansion = 2;
 // 64 MiB less 16 makes each full shard fit exactly one jemalloc size class (64 MiB) instead of
 // being rounded up by 25 %, and stays far below Redis's 512 MB string limit.
 inline constexpr int64_t kDefaultBfMaxShardBytes = 64LL * 1024 * 1024 - 16;
+inline constexpr int64_t kDefaultSketchMaxBytes = int64_t{1} << 47;
 
 enum class LogLevel { kDebug, kVerbose, kNotice, kWarning };
 
@@ -155,6 +156,9 @@ struct Options {
   int64_t bf_initial_capacity = kDefaultBfInitialCapacity;
   int bf_expansion = kDefaultBfExpansion;
   int64_t bf_max_shard_bytes = kDefaultBfMaxShardBytes;
+  // The largest count-min sketch (bytes of cells) or cuckoo filter (bytes of slots) the proxy
+  // makes; past it RedisBloom's allocation-failure replies (filters/cms/cms.h, cuckoo/cuckoo.h).
+  int64_t sketch_max_bytes = kDefaultSketchMaxBytes;
   // bf-layout PATTERN LAYOUT CAPACITY ERROR_RATE [options] (repeatable): keys that are filters
   // in a Java application's layout (filters/guava/bf_layout.h), each rule's arguments as given.
   std::vector<std::vector<std::string>> bf_layouts;

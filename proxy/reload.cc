@@ -132,6 +132,8 @@ void Server::Reload() {
   bf_config_.max_shard_bytes = static_cast<uint64_t>(options_.bf_max_shard_bytes);
   cms_config_.max_part_bytes = bf_config_.max_shard_bytes;
   cf_config_.max_shard_bytes = bf_config_.max_shard_bytes;
+  cms_config_.max_bytes = static_cast<uint64_t>(options_.sketch_max_bytes);
+  cf_config_.max_bytes = static_cast<uint64_t>(options_.sketch_max_bytes);
   bf_config_.layouts = filters::LayoutRules::FromArgs(options_.bf_layouts);
   client_tls_ = std::move(client_tls);
   upstream_tls_ = std::move(upstream_tls);

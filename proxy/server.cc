@@ -46,6 +46,8 @@ Server::Server(const conf::Options& options, int index) : options_(options), ind
   bf_config_.max_shard_bytes = static_cast<uint64_t>(options.bf_max_shard_bytes);
   cms_config_.max_part_bytes = bf_config_.max_shard_bytes;
   cf_config_.max_shard_bytes = bf_config_.max_shard_bytes;
+  cms_config_.max_bytes = static_cast<uint64_t>(options.sketch_max_bytes);
+  cf_config_.max_bytes = static_cast<uint64_t>(options.sketch_max_bytes);
   bf_config_.layouts = filters::LayoutRules::FromArgs(options.bf_layouts);
   if (options.upstream_kind == "sharding-proxy") {
     bf_config_.upstream = protocol::UpstreamKind::kShardingProxy;

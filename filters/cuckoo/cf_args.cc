@@ -181,10 +181,10 @@ std::string ParseCfRequest(const std::vector<std::string_view>& args, CfRequest*
   }
 }
 
-CfLoadVerdict CheckCfLoad(const CfRequest& request) {
+CfLoadVerdict CheckCfLoad(const CfRequest& request, uint64_t max_bytes) {
   CfLoadVerdict v;
   if (request.iterator == 1) {
-    switch (DecodeCfHeader(request.data, &v.header)) {
+    switch (DecodeCfHeader(request.data, max_bytes, &v.header)) {
       case CfHeaderVerdict::kOk:
         break;
       case CfHeaderVerdict::kInvalidHeader:

@@ -114,6 +114,6 @@ struct CfLoadVerdict {
   CfHeader header;    // iterator 1, no error: the filter to create
   uint64_t offset = 0;
 };
-CfLoadVerdict CheckCfLoad(const CfRequest& request);
+CfLoadVerdict CheckCfLoad(const CfRequest& request, uint64_t max_bytes = kCfMaxBytes);
 
 }  // namespace bloomproxy::filters

@@ -3,13 +3,14 @@
 --
 --   KEYS[1]     the name
 --   ARGV[1..2]  marker, data-key prefix (cf_layout.lua)
---   ARGV[3]     "create", or "check": only say what the name holds (a header RedisBloom refuses,
---               answered once the key is checked)
---   ARGV[4..12] id nb bs mi ex nf sh ni nd: the new filter (cf_layout.lua's fields); nf
+--   ARGV[3]     "create", or "check": a header RedisBloom refuses, answered once the key is
+--               checked: ARGV[4] is the status to answer when the name is free (INVALIDHEADER,
+--               CANNOTCREATE)
+--   ARGV[4..12] create: id nb bs mi ex nf sh ni nd, the new filter (cf_layout.lua's fields); nf
 --               sub-filters of nb * ex^i buckets are created, zeroed
 --
--- Answers the status CREATED, FREE (check: nothing there), EXISTS (a cuckoo filter: RedisBloom's
--- "item exists") or WRONGTYPE (anything else).
+-- Answers the status CREATED, ARGV[4] (check, nothing there), EXISTS (a cuckoo filter:
+-- RedisBloom's "item exists") or WRONGTYPE (anything else).
 --@include cuckoo/cf_layout.lua
 
 local t = redis.call('TYPE', NAME).ok
@@ -19,6 +20,6 @@ if t ~= 'none' then
   end
   return {ok = 'WRONGTYPE'}
 end
-if ARGV[3] == 'check' then return {ok = 'FREE'} end
+if ARGV[3] == 'check' then return {ok = ARGV[4]} end
 cf_create(ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
 return {ok = 'CREATED'}

@@ -5,7 +5,8 @@
 --   ARGV[1..2] marker, data-key prefix (cf_layout.lua)
 --   ARGV[3]    "1": NOCREATE (a missing filter is "not found"), else "0"
 --   ARGV[4..9] the filter to create if the name is free: id nb bs mi ex sh
---   ARGV[10]   the number of members; then per member: "1" for NX (ADDNX, INSERTNX) else "0",
+--   ARGV[10]   the most bytes of slots the filter may grow to (sketch-max-bytes)
+--   ARGV[11]   the number of members; then per member: "1" for NX (ADDNX, INSERTNX) else "0",
 --              the number of items c, and c pairs of hash halves (hi lo)
 --
 -- Answers the status MISSING (NOCREATE and nothing there), WRONGTYPE or DAMAGED <why>, or an
@@ -28,8 +29,9 @@ elseif state ~= 'OK' then
   return {ok = state}
 end
 
-local out, a = {}, 11
-for m = 1, tonumber(ARGV[10]) do
+GROW_LIMIT = math.min(tonumber(ARGV[10]), MAX_BYTES)
+local out, a = {}, 12
+for m = 1, tonumber(ARGV[11]) do
   local nx, count = ARGV[a] == '1', tonumber(ARGV[a + 1])
   a = a + 2
   if F.nf >= MAX_EXPANSIONS then

@@ -8,12 +8,15 @@
 --      added and the insertion starts again (and lands in it).
 -- Everything happens in the bucket cache (cf_buckets.lua); cf_flush writes what changed.
 
+-- The most bytes of slots a filter may grow to (the insert script sets it from sketch-max-bytes).
+local GROW_LIMIT = MAX_BYTES
+
 -- Where a new sub-filter stops being possible: RedisBloom's 16-bit count, its 2^56 - 1 buckets,
--- and an allocation that fails (cf_layout.lua's MAX_BYTES stands for it).
+-- and an allocation that fails (past GROW_LIMIT).
 local function can_grow()
   if F.nf >= 65535 then return false end
   local n = F.n[F.nf - 1] * F.ex
-  return n <= 2^56 - 1 and F.bytes + n * F.bs < MAX_BYTES
+  return n <= 2^56 - 1 and F.bytes + n * F.bs < GROW_LIMIT
 end
 
 -- Adds sub-filter nf; its keys get the name's expiry (PEXPIRETIME: the same instant).

@@ -172,12 +172,10 @@ std::string StatusAnswer(const CfRequest& request, std::string_view status,
     case CfCommand::kLoadChunk:
       if (status == "CREATED" || status == "OK") return "+OK\r\n";
       if (status == "EXISTS") return std::string(kCfErrItemExists);
+      // A header or chunk RedisBloom refuses, answered once the key was checked.
       if (status == "BADCHUNK") return std::string(kCfErrCannotLoadChunk);
-      if (status == "FREE") {
-        // A header RedisBloom refuses, answered once the key turned out to be free.
-        std::string error = CheckCfLoad(request).error;
-        return error.empty() ? Nonsense(answer) : error;
-      }
+      if (status == "INVALIDHEADER") return std::string(kCfErrInvalidHeader);
+      if (status == "CANNOTCREATE") return std::string(kCfErrCannotCreate);
       break;
     case CfCommand::kDel:
       if (status == "NOTFOUND") return std::string(kCfErrDelNotFound);

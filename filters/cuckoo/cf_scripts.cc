@@ -1,5 +1,6 @@
 #include "filters/cuckoo/cf_scripts.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "filters/common/key_layout.h"
@@ -25,8 +26,8 @@ void AppendItem(std::vector<std::string>* argv, std::string_view item) {
   argv->push_back(U64(h.lo()));
 }
 
-// cf_insert.lua's arguments before the members: NOCREATE, then the filter to create when the
-// name is free (cf_layout.lua's fields: id nb bs mi ex sh).
+// cf_insert.lua's arguments before the members: NOCREATE, the filter to create when the name is
+// free (cf_layout.lua's fields: id nb bs mi ex sh), and the most bytes a filter may grow to.
 std::vector<std::string> InsertHead(bool nocreate, uint64_t capacity, const CfConfig& config) {
   return {nocreate ? "1" : "0",
           NewId(),
@@ -34,7 +35,8 @@ std::vector<std::string> InsertHead(bool nocreate, uint64_t capacity, const CfCo
           U64(kCfDefaultBucketSize),
           U64(kCfDefaultMaxIterations),
           U64(kCfDefaultExpansion),
-          U64(CfShardBytes(kCfDefaultBucketSize, config.max_shard_bytes))};
+          U64(CfShardBytes(kCfDefaultBucketSize, config.max_shard_bytes)),
+          U64(std::min(config.max_bytes, kCfMaxBytes))};
 }
 
 // cf_create.lua's arguments: "create", then id nb bs mi ex nf sh ni nd.
@@ -57,10 +59,14 @@ std::vector<std::string> CreateArgs(const CfHeader& h, const CfConfig& config) {
 }
 
 CfCall LoadChunkCall(const CfRequest& request, const CfConfig& config) {
-  const CfLoadVerdict v = CheckCfLoad(request);
+  const CfLoadVerdict v = CheckCfLoad(request, config.max_bytes);
   if (request.iterator == 1) {
     // A header RedisBloom refuses: the script only says what the name holds ("check").
-    if (!v.error.empty()) return {&lua::kCfCreate, false, {"check"}};
+    if (!v.error.empty()) {
+      return {&lua::kCfCreate,
+              false,
+              {"check", v.error == kCfErrInvalidHeader ? "INVALIDHEADER" : "CANNOTCREATE"}};
+    }
     return {&lua::kCfCreate, false, CreateArgs(v.header, config)};
   }
   return {&lua::kCfLoadchunk,

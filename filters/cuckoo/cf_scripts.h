@@ -26,6 +26,7 @@ namespace bloomproxy::filters {
 // The settings CF scripts take from the proxy's configuration.
 struct CfConfig {
   uint64_t max_shard_bytes = 64ULL * 1024 * 1024 - 16;  // bf-max-shard-bytes
+  uint64_t max_bytes = kCfMaxBytes;                     // sketch-max-bytes: a filter's slots
   protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis;
 };
 

@@ -67,7 +67,8 @@ std::string EncodeCfHeader(const CfHeader& h) {
   return out;
 }
 
-CfHeaderVerdict DecodeCfHeader(std::string_view data, CfHeader* out) {
+CfHeaderVerdict DecodeCfHeader(std::string_view data, uint64_t max_bytes, CfHeader* out) {
+  max_bytes = std::min(max_bytes, kCfMaxBytes);
   if (data.size() != kCfHeaderBytes) return CfHeaderVerdict::kInvalidHeader;
   CfHeader h;
   h.num_items = GetLe(data, 0, 8);
@@ -87,9 +88,9 @@ CfHeaderVerdict DecodeCfHeader(std::string_view data, CfHeader* out) {
   uint64_t total = 0;
   for (uint64_t i = 0; i < h.num_filters; ++i) {
     const uint64_t n = h.SubfilterBuckets(i);
-    if (n == 0 || n >= kCfMaxBytes / h.bucket_size) return CfHeaderVerdict::kCannotCreate;
+    if (n == 0 || n >= max_bytes / h.bucket_size) return CfHeaderVerdict::kCannotCreate;
     total += n * h.bucket_size;
-    if (total >= kCfMaxBytes) return CfHeaderVerdict::kCannotCreate;
+    if (total >= max_bytes) return CfHeaderVerdict::kCannotCreate;
   }
   *out = h;
   return CfHeaderVerdict::kOk;

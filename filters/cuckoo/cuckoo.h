@@ -93,8 +93,9 @@ enum class CfHeaderVerdict {
 };
 // Decodes and checks a header as RedisBloom does: numFilters truncated to 16 bits and >= 1,
 // bucket size 1..255, max iterations >= 1, expansion <= 32768 (0 only with one sub-filter),
-// numBuckets a power of two in [1, 2^56 - 1], and all its sub-filters below kCfMaxBytes.
-CfHeaderVerdict DecodeCfHeader(std::string_view data, CfHeader* out);
+// numBuckets a power of two in [1, 2^56 - 1], and all its sub-filters below `max_bytes` (at most
+// kCfMaxBytes): RedisBloom could not allocate more.
+CfHeaderVerdict DecodeCfHeader(std::string_view data, uint64_t max_bytes, CfHeader* out);
 
 // The bytes of each data key of a filter of bucket size `bucket_size` (bf-max-shard-bytes
 // rounded down to whole buckets, so that no bucket spans two keys; at least one bucket).

@@ -103,6 +103,10 @@ std::string Header(uint64_t items, uint64_t buckets, uint64_t deletes, uint64_t 
   return EncodeCfHeader(h);
 }
 
+CfHeaderVerdict Decode(std::string_view data, CfHeader* h, uint64_t max_bytes = kCfMaxBytes) {
+  return DecodeCfHeader(data, max_bytes, h);
+}
+
 TEST(CuckooHeader, LayoutIsPackedLittleEndian) {
   const std::string h = Header(1, 512, 2, 3, 4, 20, 1);
   ASSERT_EQ(h.size(), kCfHeaderBytes);
@@ -122,7 +126,7 @@ TEST(CuckooHeader, EveryRecordedDumpHeaderRoundTrips) {
       }
       const std::string bytes = c.replies[i].substr(13, kCfHeaderBytes);
       CfHeader h;
-      ASSERT_EQ(DecodeCfHeader(bytes, &h), CfHeaderVerdict::kOk) << c.name << " #" << i;
+      ASSERT_EQ(Decode(bytes, &h), CfHeaderVerdict::kOk) << c.name << " #" << i;
       EXPECT_EQ(EncodeCfHeader(h), bytes) << c.name << " #" << i;
       ++headers;
     }
@@ -132,23 +136,20 @@ TEST(CuckooHeader, EveryRecordedDumpHeaderRoundTrips) {
 
 TEST(CuckooHeader, LoadchunkChecks) {
   CfHeader h;
-  EXPECT_EQ(DecodeCfHeader(Header(0, 4, 0, 1, 2, 20, 1).substr(1), &h),
-            CfHeaderVerdict::kInvalidHeader);
-  EXPECT_EQ(DecodeCfHeader(Header(0, 4, 0, 1, 2, 20, 1) + "x", &h),
-            CfHeaderVerdict::kInvalidHeader);
+  EXPECT_EQ(Decode(Header(0, 4, 0, 1, 2, 20, 1).substr(1), &h), CfHeaderVerdict::kInvalidHeader);
+  EXPECT_EQ(Decode(Header(0, 4, 0, 1, 2, 20, 1) + "x", &h), CfHeaderVerdict::kInvalidHeader);
   // numFilters is a uint16_t in RedisBloom: 65537 is one sub-filter, 65536 none.
-  ASSERT_EQ(DecodeCfHeader(Header(0, 4, 0, 65537, 2, 20, 1), &h), CfHeaderVerdict::kOk);
+  ASSERT_EQ(Decode(Header(0, 4, 0, 65537, 2, 20, 1), &h), CfHeaderVerdict::kOk);
   EXPECT_EQ(h.num_filters, 1u);
-  EXPECT_EQ(DecodeCfHeader(Header(0, 4, 0, 65536, 2, 20, 1), &h), CfHeaderVerdict::kCannotCreate);
+  EXPECT_EQ(Decode(Header(0, 4, 0, 65536, 2, 20, 1), &h), CfHeaderVerdict::kCannotCreate);
   // Counters are taken as they are.
-  ASSERT_EQ(DecodeCfHeader(Header(UINT64_MAX, 4, 1ULL << 63, 1, 2, 20, 1), &h),
-            CfHeaderVerdict::kOk);
+  ASSERT_EQ(Decode(Header(UINT64_MAX, 4, 1ULL << 63, 1, 2, 20, 1), &h), CfHeaderVerdict::kOk);
   EXPECT_EQ(h.num_items, UINT64_MAX);
   EXPECT_EQ(h.num_deletes, 1ULL << 63);
   // Expansion need not be a power of two, and 0 is for one sub-filter only.
-  EXPECT_EQ(DecodeCfHeader(Header(0, 4, 0, 3, 2, 20, 3), &h), CfHeaderVerdict::kOk);
-  EXPECT_EQ(DecodeCfHeader(Header(0, 4, 0, 1, 2, 20, 0), &h), CfHeaderVerdict::kOk);
-  EXPECT_EQ(DecodeCfHeader(Header(0, 4, 0, 2, 2, 20, 0), &h), CfHeaderVerdict::kCannotCreate);
+  EXPECT_EQ(Decode(Header(0, 4, 0, 3, 2, 20, 3), &h), CfHeaderVerdict::kOk);
+  EXPECT_EQ(Decode(Header(0, 4, 0, 1, 2, 20, 0), &h), CfHeaderVerdict::kOk);
+  EXPECT_EQ(Decode(Header(0, 4, 0, 2, 2, 20, 0), &h), CfHeaderVerdict::kCannotCreate);
   for (const std::string& bad : {
            Header(0, 4, 0, 1, 0, 20, 1),             // bucket size 0
            Header(0, 4, 0, 1, 256, 20, 1),           // bucket size past 255
@@ -160,8 +161,12 @@ TEST(CuckooHeader, LoadchunkChecks) {
            Header(0, 1ULL << 46, 0, 1, 2, 20, 1),    // 2^47 bytes: no allocation gives that
            Header(0, 1ULL << 40, 0, 200, 1, 20, 2),  // nor the sub-filters together
        }) {
-    EXPECT_EQ(DecodeCfHeader(bad, &h), CfHeaderVerdict::kCannotCreate);
+    EXPECT_EQ(Decode(bad, &h), CfHeaderVerdict::kCannotCreate);
   }
+  // sketch-max-bytes lowers the bound: 4 sub-filters of 8, 16, 32 and 64 bytes is 120.
+  const std::string four = Header(0, 4, 0, 4, 2, 20, 2);
+  EXPECT_EQ(Decode(four, &h, 121), CfHeaderVerdict::kOk);
+  EXPECT_EQ(Decode(four, &h, 120), CfHeaderVerdict::kCannotCreate);
 }
 
 TEST(CuckooDebug, Text) {

@@ -1,0 +1,200 @@
+"""CF.* byte-exactness: every case of tests/fixtures/cf/cf-cases.json (recorded against Redis with
+RedisBloom: 24 cases, 3210 commands) replayed through bloomproxy must give the recorded raw
+replies, byte for byte:
+
+- in front of a plain redis-server, with the default data-key size and with
+  --bf-max-shard-bytes 64 (every sub-filter split over many keys), in RESP2 and after HELLO 3
+  (cf-resp3-expected.json, recorded after HELLO 3), and each command alone inside MULTI/EXEC;
+- in front of a 3-master Redis Cluster, with the case keys as recorded (a RENAME across slots
+  answers CROSSSLOT and ends the case) and with all keys of a case under one hash tag, in RESP2
+  and RESP3;
+- behind nutcracker (upstream-kind sharding-proxy), keys as recorded and tagged; RENAME is
+  refused there (bloomproxy's refusal ends the case).
+
+After each replay the upstream holds only the case's names and their internal keys, each on the
+server (and in the slot) of its name, laid out as documented (cf_vectors.read_filter).
+"""
+
+import pytest
+
+from bf_vectors import key_hash_slot, replay_case
+from cf_vectors import (FIXTURES, as_cluster_answers, check_layout, load_cases, names_a_key,
+                        tagged)
+from cms_vectors import cut_case
+from resp3_replay import Resp3Conn, replay_in_multi, with_resp3_replies
+from test_cluster_bf import keys_on_masters
+from test_sharding_bf import assert_no_upstream_errors, refusal, server_index
+
+CASES = load_cases()
+RESP3_CASES = with_resp3_replies(CASES, FIXTURES / "cf-resp3-expected.json")
+IDS = [c["name"] for c in CASES]
+SHARD_MODES = {"default": (), "shards64": ("--bf-max-shard-bytes", "64")}
+KEY_MODES = ("plain", "tagged")
+RENAMES = {b"RENAME", b"RENAMENX"}
+TRANSACTIONS = {b"MULTI", b"EXEC", b"DISCARD"}
+
+
+def cluster_case(mode, index, cases=CASES):
+    """Case `index` for a cluster: keys as recorded (cut where slots differ) or all under the
+    tag {t<index>} (one slot per case, the cases spread over the masters)."""
+    if mode == "tagged":
+        return tagged(cases[index], b"{t%d}" % index)
+    return as_cluster_answers(cases[index])
+
+
+def sharding_case(mode, index):
+    """Case `index` behind nutcracker, keys as recorded or under the tag {<index>:t}; RENAME and
+    RENAMENX get bloomproxy's refusal and end the case, COMMAND (which nutcracker does not
+    forward) ends it before, and so does MULTI (neither does it)."""
+    case = CASES[index]
+    if mode == "tagged":
+        case = tagged(case, b"{%d:t}" % index)
+    for i, args in enumerate(case["cmds"]):
+        if args[0].upper() in RENAMES:
+            return cut_case(case, i, refusal(args[0]))
+        if names_a_key(args) or args[0].upper() in TRANSACTIONS:
+            return cut_case(case, i)
+    return case
+
+
+def standalone_layout(redis_instance, case, label, shard_bytes=None):
+    direct = redis_instance.client()
+    where = {k: 0 for k in direct.keys("*")}
+    check_layout(where, case["keys"], lambda name: 0, lambda _: direct, label, shard_bytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# The vectors themselves
+
+
+def test_vectors_are_complete():
+    assert len(CASES) == 24, IDS
+    assert sum(len(c["cmds"]) for c in CASES) == 3210
+
+
+def test_key_mapping_is_sound():
+    """No item of the vectors spells a case key (so tagging every argument that does is sound),
+    and the tagged cluster cases keep every reply up to their first COMMAND."""
+    for case in CASES:
+        for args in case["cmds"]:
+            if args[0].upper().startswith(b"CF.") and len(args) > 2:
+                assert not set(args[2:]) & set(case["keys"]), f"{case['name']}: {args[:4]}"
+    for i, case in enumerate(CASES):
+        mapped = cluster_case("tagged", i)
+        assert mapped["replies"] == case["replies"][:len(mapped["replies"])]
+        assert len({key_hash_slot(k) for k in mapped["keys"]}) == 1
+    assert len(cluster_case("tagged", IDS.index("key_level"))["cmds"]) >= 30
+
+
+# ---------------------------------------------------------------------------------------------
+# Standalone
+
+
+@pytest.mark.parametrize("shards", sorted(SHARD_MODES))
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_standalone_case(index, shards, proxy, redis_instance):
+    case = CASES[index]
+    p = proxy(*SHARD_MODES[shards])
+    with p.raw(timeout=30) as conn:
+        problem = replay_case(conn, case)
+    assert not problem, f"[{shards}] {problem}"
+    standalone_layout(redis_instance, case, f"[{shards}]", 64 if shards == "shards64" else None)
+
+
+@pytest.mark.parametrize("shards", sorted(SHARD_MODES))
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_standalone_case_resp3(index, shards, proxy, redis_instance):
+    """The case after HELLO 3 on the connection: RedisBloom's RESP3 replies, byte for byte."""
+    case = RESP3_CASES[index]
+    p = proxy(*SHARD_MODES[shards])
+    with Resp3Conn(p.port, timeout=30) as conn:
+        conn.hello(3)
+        problem = replay_case(conn, case)
+    assert not problem, f"[{shards}, RESP3] {problem}"
+    standalone_layout(redis_instance, case, f"[{shards}, RESP3]")
+
+
+@pytest.mark.parametrize("protocol", (2, 3))
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_case_command_by_command_in_multi(index, protocol, proxy):
+    """Each CF command of the case alone in MULTI/EXEC: the same reply as EXEC's one element (or
+    Redis's arity refusal when queued, then EXECABORT). The case's own transactions and its
+    COMMAND GETKEYS are left out."""
+    cases = CASES if protocol == 2 else RESP3_CASES
+    case = cases[index]
+    keep = [i for i, a in enumerate(case["cmds"])
+            if a[0].upper() not in TRANSACTIONS and not names_a_key(a)]
+    in_multi = {i for i, a in enumerate(case["cmds"]) if a[0].upper() == b"MULTI"}
+    if in_multi:
+        keep = [i for i in keep if i < min(in_multi)]
+    case = dict(case, cmds=[case["cmds"][i] for i in keep],
+                replies=[case["replies"][i] for i in keep])
+    p = proxy()
+    with Resp3Conn(p.port, timeout=30) as conn:
+        if protocol == 3:
+            conn.hello(3)
+        problem = replay_in_multi(conn, case)
+    assert not problem, f"[RESP{protocol}] {problem}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Redis Cluster
+
+
+@pytest.mark.parametrize("keys", KEY_MODES)
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_cluster_case(index, keys, redis_cluster, cluster_proxy):
+    redis_cluster.flushall()
+    case = cluster_case(keys, index)
+    p = cluster_proxy()
+    with p.raw(timeout=30) as conn:
+        problem = replay_case(conn, case)
+    assert not problem, f"[cluster, {keys}] {problem}"
+    check_layout(keys_on_masters(redis_cluster), case["keys"],
+                 lambda name: redis_cluster.node_for_key(name).port,
+                 lambda port: redis_cluster.by_port(port).client(), f"[cluster, {keys}]")
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_cluster_case_resp3(index, redis_cluster, cluster_proxy):
+    """The case, all its keys under one hash tag, after HELLO 3: RedisBloom's RESP3 replies."""
+    redis_cluster.flushall()
+    case = cluster_case("tagged", index, RESP3_CASES)
+    p = cluster_proxy()
+    with Resp3Conn(p.port, timeout=30) as conn:
+        conn.hello(3)
+        problem = replay_case(conn, case)
+    assert not problem, f"[cluster, tagged, RESP3] {problem}"
+
+
+def test_cluster_cases_spread_over_masters(redis_cluster):
+    masters = {m.port for m in redis_cluster.masters()}
+    for mode in KEY_MODES:
+        served = {redis_cluster.node_for_key(k).port
+                  for i in range(len(CASES)) for k in cluster_case(mode, i)["keys"]}
+        assert served == masters, mode
+
+
+# ---------------------------------------------------------------------------------------------
+# Behind nutcracker
+
+
+@pytest.mark.parametrize("keys", KEY_MODES)
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_sharding_case(index, keys, twemproxy, sharding_proxy):
+    twemproxy.flushall()
+    case = sharding_case(keys, index)
+    p = sharding_proxy()
+    with p.raw(timeout=30) as conn:
+        problem = replay_case(conn, case)
+    assert not problem, f"[nutcracker, {keys}] {problem}"
+    check_layout(twemproxy.keys_by_server(), case["keys"],
+                 lambda name: server_index(twemproxy, name),
+                 lambda i: twemproxy.servers[i].client(), f"[nutcracker, {keys}]")
+    assert_no_upstream_errors(p)
+
+
+def test_sharding_tagged_cases_spread_over_servers(twemproxy):
+    served = {server_index(twemproxy, k)
+              for i in range(len(CASES)) for k in sharding_case("tagged", i)["keys"]}
+    assert served == {0, 1}
