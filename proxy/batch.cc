@@ -101,10 +101,10 @@ std::unique_ptr<filters::Plan> Server::HeldBatchPlan(SketchBatch* b) {
   switch (b->kind) {
     case BatchKind::kCfAdd:
       return filters::MakeCfInsertBatchPlan(b->key, std::move(b->items), std::move(b->members),
-                                            &cf_config_);
+                                            &cf_cache_, &cf_config_);
     case BatchKind::kCfExists:
       return filters::MakeCfCheckBatchPlan(b->key, std::move(b->items), std::move(b->members),
-                                           &cf_config_);
+                                           &cf_cache_, &cf_config_);
     default: {
       const filters::CmsCommand command = b->kind == BatchKind::kCmsIncrBy
                                               ? filters::CmsCommand::kIncrBy

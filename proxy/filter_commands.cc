@@ -197,6 +197,7 @@ bool Client::RewriteKeyCommand(const Command& cmd, std::string* request) {
   for (std::string_view name : filters::KeyCommandNames(cmd.args)) {
     server_->filter_cache().Erase(name);
     server_->cms_cache().Erase(name);
+    server_->cf_cache().Erase(name);
   }
   return true;
 }

@@ -131,6 +131,7 @@ class Server {
   const filters::CmsConfig& cms_config() const { return cms_config_; }
   filters::CmsCache& cms_cache() { return cms_cache_; }
   const filters::CfConfig& cf_config() const { return cf_config_; }
+  filters::CfCache& cf_cache() { return cf_cache_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -225,6 +226,7 @@ class Server {
   filters::CmsConfig cms_config_;
   filters::CmsCache cms_cache_;
   filters::CfConfig cf_config_;
+  filters::CfCache cf_cache_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;

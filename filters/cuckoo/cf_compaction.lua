@@ -32,14 +32,14 @@ end
 local function relocate(fp, b, f)
   for j = 0, f - 1 do
     local n = F.n[j]
-    local t = bucket(j, b % n)
-    local s = find_slot(t, 0)
+    local target = b % n
+    local s = find_slot(bucket(j, target), 0)
     if not s then
-      t = bucket(j, alt_bucket(b, fp, n))
-      s = find_slot(t, 0)
+      target = alt_bucket(b, fp, n)
+      s = find_slot(bucket(j, target), 0)
     end
     if s then
-      t[s] = fp
+      put_slot(j, target, s, fp)
       return true
     end
   end
@@ -75,6 +75,7 @@ local function compact_subfilter(f)
     F.bytes = F.bytes - F.n[f] * F.bs
     F.n[f] = nil
     F.nf = F.nf - 1
+    F.g = F.g + 1
   else
     for s = 0, count - 1 do clear_slots(data_key(f, s), cleared[s]) end
   end

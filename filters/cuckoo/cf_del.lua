@@ -22,14 +22,14 @@ local fp, h1hi, h1lo, h2hi, h2lo = item_hashes(tonumber(ARGV[3]), tonumber(ARGV[
 local deleted = 0
 for i = F.nf - 1, 0, -1 do
   local n = F.n[i]
-  local t = bucket(i, mod64(h1hi, h1lo, n))
-  local j = find_slot(t, fp)
+  local b = mod64(h1hi, h1lo, n)
+  local j = find_slot(bucket(i, b), fp)
   if not j then
-    t = bucket(i, mod64(h2hi, h2lo, n))
-    j = find_slot(t, fp)
+    b = mod64(h2hi, h2lo, n)
+    j = find_slot(bucket(i, b), fp)
   end
   if j then
-    t[j] = 0
+    put_slot(i, b, j, 0)
     F.ni_hi, F.ni_lo = u64_add(F.ni_hi, F.ni_lo, -1)
     F.nd_hi, F.nd_lo = u64_add(F.nd_hi, F.nd_lo, 1)
     deleted = 1

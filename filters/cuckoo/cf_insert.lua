@@ -13,7 +13,8 @@
 -- array with one element per member: the status MAXEXP (the filter already had 32 sub-filters:
 -- RedisBloom's "Maximum expansions reached", checked once per command before anything is
 -- inserted), or one integer per item: 1 inserted, 0 already there (NX), -1 no space, -2 no new
--- sub-filter possible.
+-- sub-filter possible; and after the members, the filter's fields (cf_fields), which the proxy
+-- caches for cf_insert_fast.lua.
 --@include cuckoo/cf_layout.lua
 --@include cuckoo/cf_buckets.lua
 --@include cuckoo/cf_insertion.lua
@@ -30,7 +31,16 @@ elseif state ~= 'OK' then
 end
 
 GROW_LIMIT = math.min(tonumber(ARGV[10]), MAX_BYTES)
-local out, a = {}, 12
+-- Every bucket the items look at first, read in one go.
+local wanted, a = {}, 12
+for _ = 1, tonumber(ARGV[11]) do
+  local count = tonumber(ARGV[a + 1])
+  want_items(wanted, a + 2, count)
+  a = a + 2 + 2 * count
+end
+prefetch(wanted)
+local out = {}
+a = 12
 for m = 1, tonumber(ARGV[11]) do
   local nx, count = ARGV[a] == '1', tonumber(ARGV[a + 1])
   a = a + 2
@@ -53,4 +63,5 @@ for m = 1, tonumber(ARGV[11]) do
 end
 cf_flush()
 cf_save()
+out[#out + 1] = cf_fields()
 return out

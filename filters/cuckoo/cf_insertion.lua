@@ -25,18 +25,28 @@ local function grow()
   F.n[F.nf] = n
   F.bytes = F.bytes + n * F.bs
   F.nf = F.nf + 1
+  F.g = F.g + 1
   create_subfilter(F.nf - 1, redis.call('PEXPIRETIME', NAME))
 end
 
+-- The first empty slot of the item's bucket h1 % n, else of h2 % n, in sub-filter i: the bucket
+-- and the slot, or nil.
 local function find_available(i, h1hi, h1lo, h2hi, h2lo)
   local n = F.n[i]
-  local t = bucket(i, mod64(h1hi, h1lo, n))
-  local j = find_slot(t, 0)
-  if j then return t, j end
-  t = bucket(i, mod64(h2hi, h2lo, n))
-  j = find_slot(t, 0)
-  if j then return t, j end
+  local b = mod64(h1hi, h1lo, n)
+  local j = find_slot(bucket(i, b), 0)
+  if j then return b, j end
+  b = mod64(h2hi, h2lo, n)
+  j = find_slot(bucket(i, b), 0)
+  if j then return b, j end
   return nil
+end
+
+-- Puts fp in slot j of bucket b of sub-filter i; answers what was there.
+local function swap_slot(i, b, j, fp)
+  local old = slot_of(bucket(i, b), j)
+  put_slot(i, b, j, fp)
+  return old
 end
 
 -- Filter_KOInsert: true when fp found a place in the newest sub-filter by kicking others out.
@@ -45,13 +55,11 @@ local function kick_insert(fp, h1hi, h1lo)
   local n, bs, mi = F.n[i], F.bs, F.mi
   local victim, b = 0, mod64(h1hi, h1lo, n)
   for _ = 1, mi do
-    local t = bucket(i, b)
-    t[victim + 1], fp = fp, t[victim + 1]
+    fp = swap_slot(i, b, victim + 1, fp)
     b = alt_bucket(b, fp, n)
-    local other = bucket(i, b)
-    local j = find_slot(other, 0)
+    local j = find_slot(bucket(i, b), 0)
     if j then
-      other[j] = fp
+      put_slot(i, b, j, fp)
       return true
     end
     victim = (victim + 1) % bs
@@ -59,8 +67,7 @@ local function kick_insert(fp, h1hi, h1lo)
   for _ = 1, mi do
     victim = (victim + bs - 1) % bs
     b = alt_bucket(b, fp, n)
-    local t = bucket(i, b)
-    t[victim + 1], fp = fp, t[victim + 1]
+    fp = swap_slot(i, b, victim + 1, fp)
   end
   return false
 end
@@ -71,9 +78,9 @@ local function insert_item(hi, lo)
   local fp, h1hi, h1lo, h2hi, h2lo = item_hashes(hi, lo)
   while true do
     for i = F.nf - 1, 0, -1 do
-      local t, j = find_available(i, h1hi, h1lo, h2hi, h2lo)
-      if t then
-        t[j] = fp
+      local b, j = find_available(i, h1hi, h1lo, h2hi, h2lo)
+      if b then
+        put_slot(i, b, j, fp)
         F.ni_hi, F.ni_lo = u64_add(F.ni_hi, F.ni_lo, 1)
         return 1
       end

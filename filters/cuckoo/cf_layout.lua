@@ -2,7 +2,8 @@
 --
 --   KEYS[1]               hash    cf "1" (layout), id, nb (buckets of sub-filter 0), bs (bucket
 --                                 size), mi (max iterations), ex (expansion), nf (sub-filters),
---                                 sh (bytes per data key), ni, nd (items, deletes: u64, 16 hex)
+--                                 sh (bytes per data key), ni, nd (items, deletes: u64, 16 hex),
+--                                 g (generation: + 1 whenever nf changes)
 --   P:cf:<id>:<i>.<s>     string  sub-filter i's slots, bytes [s*sh, (s+1)*sh): one byte a slot,
 --                                 bucket b = bytes [b*bs, (b+1)*bs), 0 = empty
 --   P:cf:m:<name>         string  "1": the marker (TYPE, the key commands and the sweep read it)
@@ -13,7 +14,7 @@
 -- touch, and a client with CLIENT TRACKING then tracks the name alone, as with RedisBloom.
 local NAME, MARKER, PREFIX = KEYS[1], ARGV[1], ARGV[2]
 local TWO32 = 4294967296
-local FIELDS = {'cf', 'id', 'nb', 'bs', 'mi', 'ex', 'nf', 'sh', 'ni', 'nd'}
+local FIELDS = {'cf', 'id', 'nb', 'bs', 'mi', 'ex', 'nf', 'sh', 'ni', 'nd', 'g'}
 -- No filter reaches this many bytes of slots (filters/cuckoo/cuckoo.h, kCfMaxBytes): below it
 -- every bucket index and byte offset is exact in Lua's doubles.
 local MAX_BYTES = 2^47
@@ -37,7 +38,22 @@ local function u64_double(hi, lo) return hi * TWO32 + lo end
 
 local F = nil  -- the filter, once cf_load found one
 
-local function data_key(i, s) return PREFIX .. ':cf:' .. F.id .. ':' .. i .. '.' .. s end
+-- Data key s of sub-filter i, its name made once per script (a bucket read costs less than a
+-- string concatenation).
+local key_names = {}
+local function data_key(i, s)
+  local names = key_names[i]
+  if not names then
+    names = {}
+    key_names[i] = names
+  end
+  local k = names[s]
+  if not k then
+    k = PREFIX .. ':cf:' .. F.id .. ':' .. i .. '.' .. s
+    names[s] = k
+  end
+  return k
+end
 -- The data keys of sub-filter i and their sizes.
 local function shards(i)
   local bytes = F.n[i] * F.bs
@@ -62,11 +78,12 @@ local function cf_load(check_data)
   if f[1] ~= '1' then return 'WRONGTYPE' end
   F = {id = f[2], nb = whole_number(f[3], 1, 2^53), bs = whole_number(f[4], 1, 255),
        mi = whole_number(f[5], 1, 65535), ex = whole_number(f[6], 0, 32768),
-       nf = whole_number(f[7], 1, 65535), sh = whole_number(f[8], 1, 2^53), n = {}}
+       nf = whole_number(f[7], 1, 65535), sh = whole_number(f[8], 1, 2^53),
+       g = whole_number(f[11], 0, 2^53), n = {}}
   F.ni_hi, F.ni_lo = u64_parse(f[9])
   F.nd_hi, F.nd_lo = u64_parse(f[10])
   if type(F.id) ~= 'string' or not F.id:match('^%x+$') or not F.nb or not F.bs or not F.mi or
-     not F.ex or not F.nf or not F.sh or F.sh % F.bs ~= 0 or not F.ni_hi or not F.nd_hi or
+     not F.ex or not F.nf or not F.sh or F.sh % F.bs ~= 0 or not F.ni_hi or not F.nd_hi or not F.g or
      (F.ex == 0 and F.nf > 1) then
     return 'DAMAGED its metadata does not parse'
   end
@@ -109,7 +126,7 @@ end
 -- proxy's back) go, so that TYPE answers MBbloomCF.
 local function cf_create(id, nb, bs, mi, ex, nf, sh, ni, nd)
   F = {id = id, nb = tonumber(nb), bs = tonumber(bs), mi = tonumber(mi), ex = tonumber(ex),
-       nf = tonumber(nf), sh = tonumber(sh), n = {}}
+       nf = tonumber(nf), sh = tonumber(sh), g = 0, n = {}}
   F.ni_hi, F.ni_lo = u64_parse(ni)
   F.nd_hi, F.nd_lo = u64_parse(nd)
   local n = F.nb
@@ -121,7 +138,7 @@ local function cf_create(id, nb, bs, mi, ex, nf, sh, ni, nd)
     n = n * F.ex
   end
   redis.call('HSET', NAME, 'cf', '1', 'id', id, 'nb', nb, 'bs', bs, 'mi', mi, 'ex', ex, 'nf', nf,
-             'sh', sh, 'ni', ni, 'nd', nd)
+             'sh', sh, 'ni', ni, 'nd', nd, 'g', '0')
   redis.call('UNLINK', PREFIX .. ':bf:m:' .. NAME, PREFIX .. ':cms:m:' .. NAME)
   redis.call('SET', MARKER, '1')
 end
@@ -130,5 +147,10 @@ end
 -- RedisBloom command that opens the filter for writing counts as a change of it (WATCH fires).
 local function cf_save()
   redis.call('HSET', NAME, 'nf', F.nf, 'ni', u64_format(F.ni_hi, F.ni_lo), 'nd',
-             u64_format(F.nd_hi, F.nd_lo))
+             u64_format(F.nd_hi, F.nd_lo), 'g', num(F.g))
+end
+
+-- The filter's shape, as the proxy caches it (filters/cuckoo/cf_meta.h): id g nb bs mi ex nf sh.
+local function cf_fields()
+  return {F.id, num(F.g), num(F.nb), num(F.bs), num(F.mi), num(F.ex), num(F.nf), num(F.sh)}
 end

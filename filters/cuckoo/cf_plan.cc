@@ -75,32 +75,4 @@ std::unique_ptr<Plan> MakeCfPlan(const CfRequest& request, const CfConfig* confi
       });
 }
 
-std::unique_ptr<Plan> MakeCfInsertBatchPlan(std::string key, std::vector<std::string> items,
-                                            std::vector<PlanMember> members,
-                                            const CfConfig* config) {
-  const std::vector<std::string_view> views(items.begin(), items.end());
-  CfCall call = CfInsertCall(views, members, *config);
-  return std::make_unique<CfPlan>(
-      std::move(key), std::move(call), config,
-      [members = std::move(members)](std::string_view answer, const redisReply* decoded,
-                                     std::vector<std::string>* replies) {
-        *replies = CfInsertReplies(answer, decoded, members);
-        return replies->size() == 1 ? (*replies)[0] : std::string();
-      });
-}
-
-std::unique_ptr<Plan> MakeCfCheckBatchPlan(std::string key, std::vector<std::string> items,
-                                           std::vector<PlanMember> members,
-                                           const CfConfig* config) {
-  const std::vector<std::string_view> views(items.begin(), items.end());
-  CfCall call = CfCheckCall(views, /*count=*/false);
-  return std::make_unique<CfPlan>(
-      std::move(key), std::move(call), config,
-      [members = std::move(members)](std::string_view answer, const redisReply* decoded,
-                                     std::vector<std::string>* replies) {
-        *replies = CfCheckReplies(answer, decoded, members);
-        return replies->size() == 1 ? (*replies)[0] : std::string();
-      });
-}
-
 }  // namespace bloomproxy::filters

@@ -15,6 +15,7 @@
 
 #include "filters/common/plan.h"
 #include "filters/cuckoo/cf_args.h"
+#include "filters/cuckoo/cf_meta.h"
 #include "filters/cuckoo/cf_scripts.h"
 
 namespace bloomproxy::filters {
@@ -24,13 +25,16 @@ namespace bloomproxy::filters {
 std::unique_ptr<Plan> MakeCfPlan(const CfRequest& request, const CfConfig* config);
 
 // One plan for CF.ADD / CF.ADDNX commands (member.nx: ADDNX; one item each) on filter `key`, run
-// in order as one insert call; MemberReplies() has each command's reply.
+// in order as one insert; MemberReplies() has each command's reply. With the filter's shape in
+// `cache` it takes the fast path (cf_batch_plan.cc), and it caches what the scripts answer.
 std::unique_ptr<Plan> MakeCfInsertBatchPlan(std::string key, std::vector<std::string> items,
-                                            std::vector<PlanMember> members,
+                                            std::vector<PlanMember> members, CfCache* cache,
                                             const CfConfig* config);
 
-// One plan for CF.EXISTS / CF.MEXISTS commands (member.multi: MEXISTS) on filter `key`.
+// One plan for CF.EXISTS / CF.MEXISTS commands (member.multi: MEXISTS) on filter `key`: direct
+// reads with no script when the filter's shape is cached.
 std::unique_ptr<Plan> MakeCfCheckBatchPlan(std::string key, std::vector<std::string> items,
-                                           std::vector<PlanMember> members, const CfConfig* config);
+                                           std::vector<PlanMember> members, CfCache* cache,
+                                           const CfConfig* config);
 
 }  // namespace bloomproxy::filters

@@ -238,8 +238,9 @@ std::vector<std::string> CfInsertReplies(std::string_view answer, const redisRep
   } else if (decoded->type == REDIS_REPLY_STATUS) {
     all = StatusReply(Str(decoded), kCfErrNotFound);
     if (all.empty()) all = Nonsense(answer);
-  } else if (decoded->type != REDIS_REPLY_ARRAY || decoded->elements != members.size()) {
-    all = Nonsense(answer);
+  } else if (decoded->type != REDIS_REPLY_ARRAY || decoded->elements < members.size() ||
+             decoded->elements > members.size() + 1) {
+    all = Nonsense(answer);  // (the filter's fields may follow the members')
   }
   for (size_t m = 0; m < members.size(); ++m) {
     out[m] = all.empty() ? InsertMemberReply(decoded->element[m], members[m].multi) : all;
