@@ -247,7 +247,7 @@ const Directive kDirectives[] = {
         kRestart),
     // What clients were told about the topology must not change under them.
     YesNo<&O::cluster_view>("cluster-view",
-        "show a one-node cluster in front of a standalone upstream", kRestart),
+        "one-node cluster view of a standalone upstream", kRestart),
     // The upstream's credentials and timeouts apply to connections opened after a reload.
     String<&O::upstream_user>("upstream-user", "NAME", "user the proxy AUTHs as upstream", "none",
         kLive),

@@ -4,6 +4,7 @@
 // (filters/common/sketch_commands.h); INFO's module line is added in reply_hooks.cc. With every
 // family forwarded nothing here runs: the upstream's answers pass through unchanged.
 #include "filters/common/sketch_commands.h"
+#include "protocol/command_table.h"
 #include "protocol/encoder.h"
 #include "protocol/module_replies.h"
 #include "proxy/client.h"
@@ -171,6 +172,11 @@ Client::Dispatched Client::HandleGetKeys(const Command& cmd) {
   if (argc < 3 || !(IEquals(cmd.args[1], "getkeys") || IEquals(cmd.args[1], "getkeysandflags"))) {
     return Dispatched::kForward;
   }
+  // GETKEYS's own arity first, as Redis checks it (the upstream's error then).
+  const std::string full =
+      IEquals(cmd.args[1], "getkeys") ? "command|getkeys" : "command|getkeysandflags";
+  const protocol::CommandInfo* sub = protocol::LookupFullName(full);
+  if (sub == nullptr || !protocol::ArityOk(*sub, argc)) return Dispatched::kForward;
   const std::vector<std::string_view> args(cmd.args.begin() + 2, cmd.args.end());
   const std::string reply = filters::SketchGetKeys(args, IEquals(cmd.args[1], "getkeysandflags"),
                                                    server_->emulated(), resp_);
