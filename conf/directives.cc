@@ -245,6 +245,9 @@ const Directive kDirectives[] = {
         kRestart),
     Port<&O::announce_port>("announce-port", "port shown to cluster-aware clients; 0 = port",
         kRestart),
+    // What clients were told about the topology must not change under them.
+    YesNo<&O::cluster_view>("cluster-view",
+        "one-node cluster view of a standalone upstream", kRestart),
     // The upstream's credentials and timeouts apply to connections opened after a reload.
     String<&O::upstream_user>("upstream-user", "NAME", "user the proxy AUTHs as upstream", "none",
         kLive),

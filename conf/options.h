@@ -95,6 +95,11 @@ struct Options {
   // SLOTS, SHARDS, NODES); empty / 0: the listening address and port.
   std::string announce_ip;
   int announce_port = 0;
+  // cluster-view yes|no: in front of a standalone upstream (or a sharding proxy), show clients
+  // the one-node cluster anyway (INFO's cluster_enabled:1, CLUSTER SLOTS and friends answered
+  // by the proxy). Off: clients see what the upstream is, a standalone Redis. A Redis Cluster
+  // upstream (upstream-cluster) is always shown as the one-node cluster.
+  bool cluster_view = false;
   std::string upstream_user;      // upstream-user; env BLOOMPROXY_UPSTREAM_USER
   std::string upstream_password;  // upstream-password; env BLOOMPROXY_UPSTREAM_PASSWORD
   // upstream-password-file: the password read from this file (its first line), so that it need

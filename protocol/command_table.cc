@@ -210,6 +210,9 @@ bool LookupAclCategory(std::string_view name, uint32_t* category) {
       {"scripting", kCatScripting},
       {"bloom", kCatBloom},
       {"cms", kCatCms},
+      {"cuckoo", kCatCuckoo},
+      {"topk", kCatTopk},
+      {"tdigest", kCatTdigest},
   };
   for (const auto& [n, c] : kNames) {
     if (n == name) {

@@ -34,7 +34,8 @@ enum CommandFlag : uint32_t {
   kFlagContainer = 1u << 15,  // has subcommands (CLIENT, CONFIG, ...): see LookupSubcommand
 };
 
-// ACL categories, as Redis 7.0's ACL CAT lists them, plus RedisBloom's "bloom" and "cms".
+// ACL categories, as Redis 7.0's ACL CAT lists them, plus the ones RedisBloom adds on Redis 7.4
+// and later ("bloom", "cuckoo", "cms", "topk", "tdigest").
 enum AclCategory : uint32_t {
   kCatKeyspace = 1u << 0,
   kCatRead = 1u << 1,
@@ -59,6 +60,9 @@ enum AclCategory : uint32_t {
   kCatScripting = 1u << 20,
   kCatBloom = 1u << 21,
   kCatCms = 1u << 22,
+  kCatCuckoo = 1u << 23,
+  kCatTopk = 1u << 24,
+  kCatTdigest = 1u << 25,
 };
 
 // The category named `name` (lower case, without '@'); false when there is none.

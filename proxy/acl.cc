@@ -69,10 +69,14 @@ bool CommandAcl::Compile(const std::vector<std::string>& given, CommandAcl* out,
          bar == std::string_view::npos ? std::string_view() : info->name.substr(0, bar)});
   }
   for (const filters::SketchCommandName& c : filters::SketchCommandNames()) {
-    const uint32_t category = c.writes ? protocol::kCatWrite : protocol::kCatRead;
-    const uint32_t family =
-        c.family == filters::SketchFamily::kBloom ? protocol::kCatBloom : protocol::kCatCms;
-    entries.push_back({std::string(c.name), category | family, {}});
+    // Its categories as a Redis 7.4 server with RedisBloom lists them (@read or @write, @fast
+    // for some, and its family's: @bloom, @cuckoo, @cms).
+    uint32_t categories = 0;
+    for (std::string_view name : c.categories) {
+      uint32_t bit = 0;
+      if (protocol::LookupAclCategory(name, &bit)) categories |= bit;
+    }
+    entries.push_back({std::string(c.name), categories, {}});
   }
   for (const std::string& rule : rules) {
     const std::string_view name = std::string_view(rule).substr(1);

@@ -1,7 +1,8 @@
 // Per-user command permissions: the rules of `user NAME PASSWORD RULE...` (conf/options.h),
 // compiled once and checked for every command of a client that AUTHed as that user. The command
-// part of Redis ACLs: commands, subcommands and categories (Redis 7.0's, plus @bloom for the
-// BF.* commands) allowed or denied in order. Pure code, no sockets: tests/unit/acl_test.cc.
+// part of Redis ACLs: commands, subcommands and categories (Redis 7.0's, plus RedisBloom's
+// @bloom, @cuckoo, @cms, @topk and @tdigest) allowed or denied in order. Pure code, no sockets:
+// tests/unit/acl_test.cc.
 #pragma once
 
 #include <functional>

@@ -18,12 +18,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "filters/bloom/bf_plan.h"
 #include "filters/common/multi_command.h"
 #include "protocol/command_table.h"
 #include "protocol/encoder.h"
+#include "protocol/module_replies.h"
 #include "protocol/request_parser.h"
 #include "proxy/batch.h"
 #include "proxy/buffer.h"
@@ -68,9 +70,12 @@ enum class Hook : uint8_t {
   kServerInfo,        // internal: INFO server/replication, to learn version, mode and role
   kUpstreamId,        // internal: CLIENT ID of a pinned connection (Unix socket upstream)
   kProbe,             // internal: the stall check's PING (UpstreamPool::CheckTimeouts)
-  kCommandAll,        // COMMAND / COMMAND LIST: the BF.* commands join the upstream's list
-  kCommandCount,      // COMMAND COUNT: plus the BF.* commands
-  kCommandInfo,       // COMMAND INFO: entries of the BF.* names (`arg`: their positions)
+  kCommandAll,        // COMMAND, COMMAND INFO, COMMAND LIST: the sketch commands join the list
+  kCommandCount,      // COMMAND COUNT: plus the sketch commands
+  kCommandInfo,       // COMMAND INFO name...: entries of the sketch names (`arg`: face_asks_'s key)
+  kCommandList,       // COMMAND LIST FILTERBY ...: plus the sketch commands that pass (face_asks_)
+  kCommandDocs,       // COMMAND DOCS [name...]: plus the sketch commands' docs (face_asks_)
+  kModuleList,        // MODULE LIST: plus the module "bf" (module_face.cc)
   kHideKeys,          // KEYS (`arg` 0) or SCAN (1): filters' and sketches' internal keys taken out
   kClusterSlots,      // internal: CLUSTER SLOTS, to read the cluster's slot map (ClusterRouter)
   kClientAuth,        // auth-mode upstream: a client's AUTH (`arg` 0) or HELLO AUTH (1, then HELLO
@@ -442,10 +447,23 @@ class Client {
   // READONLY, MONITOR), for a slot's reply and for a queued command's place in EXEC's reply.
   void ApplyStateReply(Hook hook, int64_t arg, uint8_t sub_kind, std::string_view reply);
   void ApplySubscriptionFrame(Pending* slot, std::string_view frame);
-  std::string AddBfCommands(Hook hook, std::string_view frame);
-  std::string FillBfCommandInfo(int64_t positions, std::string_view frame);
   std::string WithProxySection(std::string_view frame, bool proxy_section);
   std::string WithProxyRedirect(std::string_view frame) const;
+
+  // module_face.cc: a client sees a server with RedisBloom's module "bf" while the proxy emulates
+  // a sketch family (docs/compatibility.md, "The module's face").
+  // The hook of COMMAND and MODULE LIST; false for other commands.
+  bool FaceHook(const protocol::Command& cmd, std::string_view name, Outgoing* out);
+  // The reply of a command with a face hook, completed; `frame` is the upstream's.
+  std::string CompleteFace(Pending* slot, std::string_view frame);
+  // COMMAND INFO name...: `args` the command as sent, `frame` the upstream's array.
+  std::string FillCommandInfo(const std::vector<std::string>& args, std::string_view frame) const;
+  // COMMAND GETKEYS / GETKEYSANDFLAGS of a sketch command, answered here (kForward: not one).
+  Dispatched HandleGetKeys(const protocol::Command& cmd);
+  // HELLO's "modules": the module's entry while a family is emulated.
+  std::string HelloModules() const;
+  // The module "bf" as INFO, MODULE LIST and HELLO show it.
+  static protocol::ModuleFace BloomModule();
 
   // transaction.cc
   // A command inside MULTI: queued upstream, followed, answered at EXEC, or a tunnel.
@@ -656,8 +674,11 @@ class Client {
   BatchKind batch_kind_ = BatchKind::kBfAdd;
   std::string batch_key_;
   UpstreamConn* batch_conn_ = nullptr;
-  std::vector<std::string> bf_names_;  // the names of the COMMAND INFO in flight
-  uint16_t metric_ = 0;                // BeginMetric's command id + 1, until a reply takes it
+  // The arguments of each COMMAND INFO, LIST or DOCS in flight (their slots' `arg`), kept until
+  // its reply arrives: replies from several cluster nodes may come in another order.
+  std::unordered_map<int64_t, std::vector<std::string>> face_asks_;
+  int64_t face_seq_ = 0;
+  uint16_t metric_ = 0;  // BeginMetric's command id + 1, until a reply takes it
   uint64_t metric_start_ns_ = 0;
 
   friend class Server;

@@ -259,6 +259,9 @@ bool Client::ForeignInMulti(const Command& cmd, const CommandInfo* info, std::st
 
 Client::Dispatched Client::HandleCluster(const Command& cmd) {
   // Cluster-aware clients see one node, this proxy, serving every slot at the announced address.
+  // In front of a standalone server without cluster-view the proxy is a standalone server too:
+  // the upstream answers ("ERR This instance has cluster support disabled").
+  if (!server_->cluster_view()) return Dispatched::kForward;
   const conf::Options& o = server_->options();
   protocol::ClusterSelf self;
   self.ip = o.announce_ip;

@@ -213,6 +213,7 @@ Client::Dispatched Client::HandleHere(const Command& cmd, const Route& route,
                                       std::string_view name) {
   if (server_->emulated() != 0) {
     Dispatched d = HandleFilterCommand(cmd);
+    if (d == Dispatched::kForward && name == "command") d = HandleGetKeys(cmd);
     if (d != Dispatched::kForward) return d;
   }
   // PING and ECHO on a pinned connection are forwarded, in order with its replies; and while a
@@ -273,24 +274,7 @@ void Client::AddCompletionHook(const Command& cmd, std::string_view name, Outgoi
     out->hook = Hook::kResetStat;
     return;
   }
-  if (name != "command" || server_->emulated() == 0) return;
-  if (cmd.args.size() == 1 || (cmd.args.size() == 2 && IEquals(cmd.args[1], "list"))) {
-    out->hook = Hook::kCommandAll;
-  } else if (cmd.args.size() == 2 && IEquals(cmd.args[1], "count")) {
-    out->hook = Hook::kCommandCount;
-  } else if (cmd.args.size() > 2 && IEquals(cmd.args[1], "info")) {
-    // The upstream answers nil for the sketch commands' names; their entries replace those nils.
-    for (size_t i = 2; i < cmd.args.size() && i < 64 + 2; ++i) {
-      filters::SketchFamily family;
-      if (filters::LookupSketchCommand(cmd.args[i], &family) && server_->emulates(family)) {
-        out->arg |= int64_t{1} << (i - 2);
-      }
-    }
-    if (out->arg != 0) {
-      out->hook = Hook::kCommandInfo;
-      bf_names_.assign(cmd.args.begin() + 2, cmd.args.end());
-    }
-  }
+  if (server_->emulated() != 0) FaceHook(cmd, name, out);
 }
 
 void Client::LookUp(const Command& cmd, char (&buf)[32], std::string_view* name,

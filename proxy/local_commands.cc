@@ -241,7 +241,7 @@ std::string Client::FinishHello(const HelloArgs& args) {
   protocol::AppendBulk(&r, "role");
   protocol::AppendBulk(&r, up.role);
   protocol::AppendBulk(&r, "modules");
-  protocol::AppendArrayHeader(&r, 0);
+  r += HelloModules();
   return r;
 }
 

@@ -1,12 +1,13 @@
 // What upstream replies change besides being forwarded: connection state the proxy follows
-// (Hook), pub/sub pushes, and the replies the proxy completes (INFO's "# Proxy" section, the
-// BF.* entries of COMMAND, KEYS and SCAN without internal keys).
+// (Hook), pub/sub pushes, and the replies the proxy completes (INFO's "# Proxy" section and
+// module line, KEYS and SCAN without internal keys; COMMAND and MODULE LIST: module_face.cc).
 #include <algorithm>
 #include <cctype>
 
 #include "protocol/encoder.h"
 #include "protocol/internal_keys.h"
 #include "protocol/latency_histogram.h"
+#include "protocol/module_replies.h"
 #include "protocol/reply_framer.h"
 #include "protocol/request_parser.h"
 #include "protocol/resp3.h"
@@ -37,11 +38,8 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
     if (slot->hook == Hook::kInfo && !is_error && !frame.empty() &&
         (frame[0] == '$' || frame[0] == '=')) {
       slot->data.append(WithProxySection(frame, slot->arg != 0));
-    } else if ((slot->hook == Hook::kCommandAll || slot->hook == Hook::kCommandCount) &&
-               !is_error) {
-      slot->data.append(AddBfCommands(slot->hook, frame));
-    } else if (slot->hook == Hook::kCommandInfo && !is_error) {
-      slot->data.append(FillBfCommandInfo(slot->arg, frame));
+    } else if (slot->hook >= Hook::kCommandAll && slot->hook <= Hook::kModuleList) {
+      slot->data.append(CompleteFace(slot, frame));
     } else if (slot->hook == Hook::kClientAuth && !is_error) {
       slot->data.append(LoggedInUpstream(slot->arg));
     } else if (slot->hook == Hook::kLatencyHistogram && !latency_asks_.empty()) {
@@ -94,10 +92,14 @@ std::string Client::WithProxySection(std::string_view frame, bool proxy_section)
   // The upstream's INFO text plus (when asked for) this proxy's own section, as one bulk.
   protocol::ReplyPtr r = server_->decoder().Decode(frame);
   std::string body = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-  // Clients see a cluster (CLUSTER SLOTS and friends answer as one node), also in front of a
-  // standalone server: cluster-aware clients check this field before they ask.
-  const size_t field = body.find("cluster_enabled:0");
-  if (field != std::string::npos) body[field + 16] = '1';
+  // Clients shown the one-node cluster (CLUSTER SLOTS and friends answered here) in front of a
+  // standalone server are told so: cluster-aware clients check this field before they ask.
+  if (server_->cluster_view()) {
+    const size_t field = body.find("cluster_enabled:0");
+    if (field != std::string::npos) body[field + 16] = '1';
+  }
+  // The module whose commands the proxy answers, in "# Modules" (INFO, INFO modules, all, ...).
+  if (server_->emulated() != 0) body = protocol::WithModuleLine(body, BloomModule());
   // Clients are the proxy's (CLIENT LIST, CLIENT KILL): INFO counts those.
   const size_t clients = body.find("\r\nconnected_clients:");
   if (clients != std::string::npos) {
@@ -130,67 +132,6 @@ std::string Client::WithProxyRedirect(std::string_view frame) const {
   std::string out(frame.substr(0, from));
   out += std::to_string(tracking_redirect_);
   out.append(frame.substr(end));
-  return out;
-}
-
-std::string Client::AddBfCommands(Hook hook, std::string_view frame) {
-  // COMMAND and COMMAND LIST: an array, to which the BF.* entries (or names) are appended;
-  // COMMAND COUNT: an integer.
-  std::vector<std::string> extra;
-  if (hook == Hook::kCommandAll) {
-    extra = filters::SketchCommandEntries(server_->emulated(), resp_);
-  }
-  const size_t eol = frame.find("\r\n");
-  int64_t n = 0;
-  if (eol == std::string_view::npos || frame.size() < 2 ||
-      !protocol::StringToInt64(frame.substr(1, eol - 1), &n)) {
-    return std::string(frame);
-  }
-  const int64_t added =
-      static_cast<int64_t>(filters::SketchCommandEntries(server_->emulated()).size());
-  std::string out;
-  if (frame[0] == ':' && hook == Hook::kCommandCount) {
-    protocol::AppendInteger(&out, n + added);
-    return out;
-  }
-  if (frame[0] != '*') return std::string(frame);
-  protocol::AppendArrayHeader(&out, n + added);
-  out.append(frame.substr(eol + 2));
-  // COMMAND LIST's elements are names; COMMAND's are entries.
-  const bool names = frame.size() > eol + 2 && frame[eol + 2] == '$';
-  for (const std::string& entry : extra) {
-    if (names) {
-      protocol::ReplyPtr r = server_->decoder().Decode(entry);
-      protocol::AppendBulk(&out, r && r->elements > 0 ? protocol::ReplyString(r->element[0]) : "");
-    } else {
-      out += entry;
-    }
-  }
-  return out;
-}
-
-std::string Client::FillBfCommandInfo(int64_t positions, std::string_view frame) {
-  // Splits the array into its elements and puts a BF.* entry where a BF name was asked.
-  const size_t eol = frame.find("\r\n");
-  int64_t n = 0;
-  if (frame.empty() || frame[0] != '*' || eol == std::string_view::npos ||
-      !protocol::StringToInt64(frame.substr(1, eol - 1), &n)) {
-    return std::string(frame);
-  }
-  std::string out(frame.substr(0, eol + 2));
-  std::string_view rest = frame.substr(eol + 2);
-  protocol::ReplyFramer framer;
-  for (int64_t i = 0; i < n; ++i) {
-    size_t len = 0;
-    if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return std::string(frame);
-    std::string entry;
-    if (i < 64 && ((positions >> i) & 1) && static_cast<size_t>(i) < bf_names_.size()) {
-      entry = filters::SketchCommandEntry(bf_names_[static_cast<size_t>(i)], server_->emulated(),
-                                          resp_);
-    }
-    out += entry.empty() ? std::string(rest.substr(0, len)) : entry;
-    rest.remove_prefix(len);
-  }
   return out;
 }
 

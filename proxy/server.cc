@@ -404,6 +404,8 @@ void Server::MaybeFinishShutdown() {
   LOG_NOTICE("bloomproxy is now ready to exit, bye bye...");
 }
 
+bool Server::cluster_view() const { return router_->cluster() || options_.cluster_view; }
+
 std::string Server::UpstreamText() const {
   if (!router_->cluster()) return options_.upstream;
   std::string seeds;

@@ -108,6 +108,9 @@ class Server {
   }
   // The command rules of `user`; nullptr when the user may run every command.
   const CommandAcl* acl(std::string_view user) const { return acls_.Find(user); }
+  // Whether clients see the one-node cluster (INFO's cluster_enabled:1, CLUSTER SLOTS and
+  // friends answered here): always with a Redis Cluster upstream, else only with cluster-view.
+  bool cluster_view() const;
   // BF.* emulation: on unless bf-mode is forward; CMS.* and CF.* the same with cms-mode and
   // cf-mode.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }

@@ -94,7 +94,9 @@ def test_hello_2_auth(proxy, redis_instance):
         reply = c.read_reply()
         assert reply[:6] == [b"server", b"redis", b"version", version, b"proto", 2]
         assert reply[6] == b"id" and isinstance(reply[7], int)
-        assert reply[8:] == [b"mode", b"standalone", b"role", b"master", b"modules", []]
+        assert reply[8:] == [b"mode", b"standalone", b"role", b"master", b"modules",
+                             [[b"name", b"bf", b"ver", 999999, b"path", b"bloomproxy", b"args",
+                               []]]]
         assert c.command("CLIENT", "ID") == reply[7]
         assert c.command("CLIENT", "GETNAME") == b"hello-client"
         assert c.command("SET", "hk", "1") == b"OK"

@@ -1,6 +1,7 @@
 """Clients against the proxy as a one-node cluster: redis-py's cluster client
 (redis.cluster.RedisCluster) and `redis-cli -c`, both with a Redis Cluster upstream and with a
-standalone upstream; and redis-py's plain client with a cluster upstream."""
+standalone upstream (--cluster-view yes); and redis-py's plain client with a cluster upstream.
+Without --cluster-view the proxy in front of a standalone Redis is a standalone Redis."""
 
 import subprocess
 
@@ -9,7 +10,7 @@ import redis
 from redis.cluster import RedisCluster as ClusterClient
 
 from bp_cluster import key_slot, keys_in_distinct_slots
-from bp_helpers import HOST
+from bp_helpers import HOST, compare_with_redis, encode_command
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +25,8 @@ def target(request, redis_cluster):
         p = request.getfixturevalue("cluster_proxy")()
         return p, lambda k: redis_cluster.node_for_key(k).command("GET", k)
     server = request.getfixturevalue("redis_instance")
-    p = request.getfixturevalue("proxy")()
+    # In front of a standalone Redis the one-node cluster is shown only when asked for.
+    p = request.getfixturevalue("proxy")("--cluster-view", "yes")
     return p, lambda k: server.client().get(k)
 
 
@@ -169,3 +171,19 @@ def test_plain_redis_py_against_cluster_proxy(redis_cluster, cluster_proxy):
     assert sorted(r.scan_iter(match="plain:*", count=100)) == sorted(k.encode() for k in keys)
     assert r.delete(*keys) == len(keys)
     assert r.dbsize() == 2
+
+
+def test_standalone_upstream_looks_standalone(redis_instance, proxy):
+    """Without --cluster-view, INFO and CLUSTER commands are the standalone upstream's own, byte
+    for byte: a client does not wait for a cluster that is not there."""
+    p = proxy()
+    payload = b"".join(encode_command(*a) for a in (
+        ("CLUSTER", "SLOTS"), ("CLUSTER", "SHARDS"), ("CLUSTER", "NODES"), ("CLUSTER", "INFO"),
+        ("CLUSTER", "MYID"), ("CLUSTER", "KEYSLOT", "a"), ("CLUSTER", "COUNTKEYSINSLOT", "1"),
+        ("READONLY",), ("CLUSTER", "NOSUCH")))
+    replies = compare_with_redis(p.port, redis_instance, payload, 9)
+    assert replies[0] == b"-ERR This instance has cluster support disabled\r\n"
+    with p.raw() as c:
+        assert b"\r\ncluster_enabled:0\r\n" in c.command("INFO", "cluster")
+        assert b"\r\ncluster_enabled:0\r\n" in c.command("INFO")
+    assert p.client().info("cluster")["cluster_enabled"] == 0

@@ -714,14 +714,16 @@ def test_ssubscribe_and_spublish_by_slot(redis_cluster, cluster_proxy):
 
 
 # ---------------------------------------------------------------------------------------------
-# CLUSTER commands: the proxy as a one-node cluster (also with a standalone upstream)
+# CLUSTER commands: the proxy as a one-node cluster (also with a standalone upstream, when
+# --cluster-view asks for it)
 
 
 @pytest.fixture(params=["cluster", "standalone"])
 def any_proxy(request):
     if request.param == "cluster":
         return request.getfixturevalue("cluster_proxy")
-    return request.getfixturevalue("proxy")
+    start = request.getfixturevalue("proxy")
+    return lambda *args: start("--cluster-view", "yes", *args)
 
 
 def as_map(flat):

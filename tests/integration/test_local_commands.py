@@ -14,8 +14,15 @@ def upstream_version(redis_instance):
 def hello_bytes(version, client_id):
     return (b"*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$%d\r\n%s\r\n"
             b"$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:%d\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
-            b"$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
-            % (len(version), version, client_id))
+            b"$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*1\r\n"
+            % (len(version), version, client_id)) + BF_MODULE_RESP2
+
+
+# The module whose commands the proxy answers (tests/integration/test_module_face.py), as
+# HELLO lists it; the upstream's own modules (none for a plain redis-server) are not listed.
+BF_MODULE_RESP2 = (b"*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:999999\r\n$4\r\npath\r\n"
+                   b"$10\r\nbloomproxy\r\n$4\r\nargs\r\n*0\r\n")
+BF_MODULE_RESP3 = b"%4\r\n" + BF_MODULE_RESP2[len(b"*8\r\n"):]
 
 
 def test_hello_2_reply_is_redis_7s(bp, redis_instance):
@@ -50,6 +57,11 @@ def test_hello_3_like_redis(bp, redis_instance):
             # Each server's own client id.
             assert b"$2\r\nid\r\n" + client_id in got[i]
             got[i] = got[i].replace(b"$2\r\nid\r\n" + client_id, b"$2\r\nid\r\n:ID\r\n")
+            if name == "proxy":
+                # Redis's reply but for the module "bf" in "modules".
+                module = BF_MODULE_RESP3 if i == 0 else BF_MODULE_RESP2
+                assert got[i].endswith(b"$7\r\nmodules\r\n*1\r\n" + module), got[i]
+                got[i] = got[i][:-len(b"*1\r\n" + module)] + b"*0\r\n"
         replies[name] = got
     assert replies["proxy"] == replies["redis"]
     assert replies["proxy"][0].startswith(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n")

@@ -88,6 +88,32 @@ TEST(CommandAclTest, Categories) {
   EXPECT_FALSE(acl.Allows("client|kill"));
 }
 
+TEST(CommandAclTest, RedisBloomCategories) {
+  // Each family is its own category, as RedisBloom registers them on Redis 7.4 and later.
+  CommandAcl acl = Compiled({"+@all", "-@bloom"});
+  EXPECT_FALSE(acl.Allows("bf.add"));
+  EXPECT_FALSE(acl.Allows("bf.info"));
+  EXPECT_TRUE(acl.Allows("cf.add"));
+  EXPECT_TRUE(acl.Allows("cms.query"));
+  acl = Compiled({"nocommands", "+@cuckoo"});
+  EXPECT_TRUE(acl.Allows("cf.reserve"));
+  EXPECT_TRUE(acl.Allows("cf.compact"));
+  EXPECT_FALSE(acl.Allows("bf.add"));
+  EXPECT_FALSE(acl.Allows("cms.incrby"));
+  acl = Compiled({"nocommands", "+@cms"});
+  EXPECT_TRUE(acl.Allows("cms.merge"));
+  EXPECT_FALSE(acl.Allows("cf.add"));
+  // Families without commands yet: the categories are accepted and cover nothing known.
+  acl = Compiled({"nocommands", "+@topk", "+@tdigest"});
+  EXPECT_FALSE(acl.Allows("bf.add"));
+  EXPECT_FALSE(acl.Allows("get"));
+  // @fast as RedisBloom sets it: BF.INFO and BF.CARD are, BF.EXISTS is not.
+  acl = Compiled({"nocommands", "+@fast"});
+  EXPECT_TRUE(acl.Allows("bf.info"));
+  EXPECT_TRUE(acl.Allows("bf.card"));
+  EXPECT_FALSE(acl.Allows("bf.exists"));
+}
+
 TEST(CommandAclTest, ModuleCommandsNamedInRules) {
   CommandAcl acl = Compiled({"nocommands", "+json.get"});
   EXPECT_TRUE(acl.Allows("json.get"));

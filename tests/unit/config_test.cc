@@ -710,6 +710,7 @@ TEST(ConfigTest, UsageMentionsEveryFlagAndDefault) {
                            "--upstream-kind",
                            "--announce-ip",
                            "--announce-port",
+                           "--cluster-view",
                            "--upstream-user",
                            "--upstream-password",
                            "--upstream-connections",

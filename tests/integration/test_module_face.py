@@ -1,0 +1,277 @@
+"""Through the proxy a client sees a Redis server with RedisBloom loaded: MODULE LIST, HELLO and
+INFO's "# Modules" list the module `bf`; COMMAND, COMMAND INFO, COUNT, LIST, DOCS and GETKEYS
+cover the sketch commands with RedisBloom's metadata; ACL rules name @bloom, @cuckoo, @cms,
+@topk and @tdigest. With every family forwarded the upstream's own answers pass through. Where
+a plain redis-server has an answer of its own (MODULE LIST, a core command's COMMAND INFO and
+DOCS), the proxy's is compared with it."""
+
+from bp_helpers import compare_with_redis, encode_command as cmd, parse_resp, replies_of
+from resp3_replay import Resp3Conn
+
+BF_LINE = (b"module:name=bf,ver=999999,api=1,filters=0,usedby=[],using=[],"
+           b"options=[handle-io-errors]\r\n")
+BF_ENTRY = (b"*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:999999\r\n$4\r\npath\r\n"
+            b"$10\r\nbloomproxy\r\n$4\r\nargs\r\n*0\r\n")
+SKETCH_NAMES = [b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists", b"bf.mexists",
+                b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk", b"cms.initbydim",
+                b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge", b"cms.info"]
+FORWARD_ALL = ("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward")
+
+
+def one(port, *args):
+    (raw,) = replies_of(port, cmd(*args), 1)
+    return raw
+
+
+# --- MODULE LIST, HELLO, INFO
+
+
+def test_module_list_adds_bf_to_the_upstreams(bp, redis_instance):
+    direct = one(redis_instance.port, "MODULE", "LIST")
+    assert direct == b"*0\r\n"  # a plain redis-server: no module
+    assert one(bp.port, "MODULE", "LIST") == b"*1\r\n" + BF_ENTRY
+    modules = bp.client().module_list()
+    assert modules == [{b"name": b"bf", b"ver": 999999, b"path": b"bloomproxy", b"args": []}]
+
+
+def test_module_list_resp3_is_a_map(bp, redis_instance):
+    with Resp3Conn(redis_instance.port) as c:
+        c.hello(3)
+        assert c.call("MODULE", "LIST") == b"*0\r\n"
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        assert c.call("MODULE", "LIST") == b"*1\r\n%4\r\n" + BF_ENTRY[len(b"*8\r\n"):]
+        hello = c.hello(3)
+        assert hello.endswith(b"$7\r\nmodules\r\n*1\r\n%4\r\n" + BF_ENTRY[len(b"*8\r\n"):])
+
+
+def test_hello_lists_bf(bp):
+    with bp.raw() as c:
+        hello = c.command("HELLO", "2")
+    assert hello[-2:] == [b"modules", [[b"name", b"bf", b"ver", 999999, b"path", b"bloomproxy",
+                                        b"args", []]]]
+
+
+def test_info_modules_section_has_bf(bp, redis_instance):
+    direct = one(redis_instance.port, "INFO", "modules")
+    via_proxy = one(bp.port, "INFO", "modules")
+    # The upstream's section, with the module's line added.
+    direct_text = parse_resp(direct)[0]
+    assert direct_text == b"# Modules\r\n"
+    assert parse_resp(via_proxy)[0] == b"# Modules\r\n" + BF_LINE
+    for args in (("INFO",), ("INFO", "everything"), ("INFO", "all"), ("INFO", "default")):
+        text = parse_resp(one(bp.port, *args))[0]
+        assert b"# Modules\r\n" + BF_LINE in text, args
+    info = bp.client().info()
+    assert info["modules"] == [{"name": "bf", "ver": 999999, "api": 1, "filters": 0,
+                                "usedby": "[]", "using": "[]", "options": "[handle-io-errors]"}]
+
+
+def test_forwarded_families_pass_the_upstreams_answers(proxy, redis_instance):
+    p = proxy(*FORWARD_ALL)
+    payload = b"".join(cmd(*a) for a in (
+        ("MODULE", "LIST"), ("INFO", "modules"), ("COMMAND", "COUNT"),
+        ("COMMAND", "LIST", "FILTERBY", "MODULE", "bf"), ("COMMAND", "INFO", "bf.add", "get"),
+        ("COMMAND", "DOCS", "bf.add", "get"), ("COMMAND", "GETKEYS", "BF.ADD", "k", "v"),
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "bloom")))
+    compare_with_redis(p.port, redis_instance, payload, 8)
+    with p.raw() as c:
+        assert c.command("HELLO", "2")[-1] == []
+    for payload in (cmd("COMMAND"), cmd("COMMAND", "DOCS"), cmd("INFO", "everything")):
+        (via_proxy,) = replies_of(p.port, payload, 1, timeout=20)
+        assert b"bf.add" not in via_proxy and b"module:name=bf" not in via_proxy
+
+
+# --- COMMAND INFO, COMMAND, COUNT
+
+
+BF_ADD_INFO = (
+    b"*1\r\n*10\r\n$6\r\nbf.add\r\n:3\r\n*3\r\n+write\r\n+denyoom\r\n+module\r\n:1\r\n:1\r\n:1\r\n"
+    b"*2\r\n+@write\r\n+@bloom\r\n*0\r\n"
+    b"*1\r\n*8\r\n$5\r\nnotes\r\n$50\r\nis key name for a Bloom filter to add the item to.\r\n"
+    b"$5\r\nflags\r\n*1\r\n+RW\r\n"
+    b"$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n"
+    b":1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n"
+    b"$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n")
+
+
+def test_command_info_bf_add_exact(bp):
+    assert one(bp.port, "COMMAND", "INFO", "BF.ADD") == BF_ADD_INFO
+
+
+def test_key_spec_layout_is_redis_own(bp, redis_instance):
+    """The key spec of BF.EXISTS has the layout of GET's (a core command with one key at 1)."""
+    get = parse_resp(one(redis_instance.port, "COMMAND", "INFO", "get"))[0][0]
+    bf = parse_resp(one(bp.port, "COMMAND", "INFO", "bf.exists"))[0][0]
+    get_spec, bf_spec = get[8][0], bf[8][0]
+    assert bf_spec[0] == b"notes"
+    assert bf_spec[2:4] == [b"flags", [b"RO"]]
+    assert get_spec[:2] == [b"flags", [b"RO", b"access"]]
+    assert bf_spec[4:] == get_spec[2:]  # begin_search index 1, find_keys range 0 1 0
+    assert bf[1:6] == [3, [b"readonly", b"module", b"fast"], 1, 1, 1]
+    assert bf[6] == [b"@read", b"@bloom"]
+
+
+def test_command_info_mixes_names(bp, redis_instance):
+    direct = parse_resp(one(redis_instance.port, "COMMAND", "INFO", "get"))[0][0]
+    reply = parse_resp(one(bp.port, "COMMAND", "INFO", "cms.merge", "get", "nosuch", "Bf.Info"))[0]
+    assert reply[1] == direct and reply[2] is None
+    assert reply[0][:7] == [b"cms.merge", -4, [b"write", b"denyoom", b"module"], 1, 1, 1,
+                            [b"@write", b"@cms"]]
+    assert reply[3][:7] == [b"bf.info", -2, [b"readonly", b"module", b"fast"], 1, 1, 1,
+                            [b"@read", b"@fast", b"@bloom"]]
+
+
+def test_command_info_without_names_is_command(bp, redis_instance):
+    (all_info,) = replies_of(bp.port, cmd("COMMAND", "INFO"), 1, timeout=20)
+    (table,) = replies_of(bp.port, cmd("COMMAND"), 1, timeout=20)
+    assert all_info == table
+    entries = {e[0] for e in parse_resp(table)[0]}
+    assert set(SKETCH_NAMES) <= entries
+    direct = int(one(redis_instance.port, "COMMAND", "COUNT")[1:-2])
+    assert one(bp.port, "COMMAND", "COUNT") == b":%d\r\n" % (direct + len(SKETCH_NAMES))
+
+
+def test_redis_py_command_info(bp):
+    info = bp.client().command()  # redis-py's own parsing of every entry of COMMAND
+    assert info["bf.info"]["arity"] == -2
+    assert info["cms.query"]["first_key_pos"] == 1
+    assert set(info["cms.query"]["flags"]) == {"readonly", "module"}
+    assert set(info["bf.add"]["flags"]) == {"write", "denyoom", "module"}
+
+
+# --- COMMAND LIST
+
+
+def test_command_list_filters(bp, redis_instance):
+    def names(port, *args):
+        return set(parse_resp(one(port, "COMMAND", "LIST", *args))[0])
+
+    assert names(bp.port, "FILTERBY", "MODULE", "bf") == set(SKETCH_NAMES)
+    assert names(redis_instance.port, "FILTERBY", "MODULE", "bf") == set()
+    assert names(bp.port, "FILTERBY", "ACLCAT", "bloom") == {n for n in SKETCH_NAMES
+                                                            if n.startswith(b"bf.")}
+    assert names(bp.port, "FILTERBY", "ACLCAT", "CMS") == {n for n in SKETCH_NAMES
+                                                          if n.startswith(b"cms.")}
+    assert names(bp.port, "FILTERBY", "ACLCAT", "cuckoo") == set()  # CF.* not emulated yet
+    reads = names(redis_instance.port, "FILTERBY", "ACLCAT", "read")
+    assert names(bp.port, "FILTERBY", "ACLCAT", "read") == reads | {
+        b"bf.exists", b"bf.mexists", b"bf.info", b"bf.card", b"bf.scandump", b"cms.query",
+        b"cms.info"}
+    assert names(bp.port, "FILTERBY", "PATTERN", "BF.*ADD") == {b"bf.add", b"bf.madd"}
+    assert names(bp.port, "FILTERBY", "PATTERN", "get*") == names(
+        redis_instance.port, "FILTERBY", "PATTERN", "get*")
+    full = names(bp.port)
+    assert full == names(redis_instance.port) | set(SKETCH_NAMES)
+    payload = cmd("COMMAND", "LIST", "FILTERBY", "NOSUCH", "x") + cmd("COMMAND", "LIST", "X")
+    compare_with_redis(bp.port, redis_instance, payload, 2)
+
+
+# --- COMMAND DOCS
+
+
+BF_CARD_DOCS = (b"$7\r\nbf.card\r\n*12\r\n$7\r\nsummary\r\n$41\r\nReturns the cardinality of a "
+                b"Bloom filter\r\n$5\r\nsince\r\n$5\r\n2.4.4\r\n$5\r\ngroup\r\n$6\r\nmodule\r\n"
+                b"$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$6\r\nmodule\r\n$2\r\nbf\r\n"
+                b"$9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n"
+                b"$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n")
+
+
+def test_command_docs_in_the_order_asked(bp, redis_instance):
+    (get_docs,) = replies_of(redis_instance.port, cmd("COMMAND", "DOCS", "get"), 1)
+    get_pair = get_docs[len(b"*2\r\n"):]
+    reply = one(bp.port, "COMMAND", "DOCS", "nosuch", "BF.CARD", "get")
+    assert reply == b"*4\r\n" + BF_CARD_DOCS + get_pair
+    assert one(bp.port, "COMMAND", "DOCS", "get", "bf.card") == b"*4\r\n" + get_pair + BF_CARD_DOCS
+
+
+def test_command_docs_layout_is_redis_own(bp, redis_instance):
+    """A module command's docs as Redis lays them out: summary, since, group, complexity, module,
+    arguments; each argument's keys in Redis's order (name, type, token, flags, arguments)."""
+    get = parse_resp(one(redis_instance.port, "COMMAND", "DOCS", "set"))[0][1]
+    insert = parse_resp(one(bp.port, "COMMAND", "DOCS", "bf.insert"))[0][1]
+    assert insert[0::2] == [b"summary", b"since", b"group", b"complexity", b"module", b"arguments"]
+    assert [k for k in get[0::2] if k in insert[0::2]] == [b"summary", b"since", b"group",
+                                                          b"complexity", b"arguments"]
+    args = insert[11]
+    assert [a[1] for a in args] == [b"key", b"capacity", b"error", b"expansion", b"nocreate",
+                                    b"nonscaling", b"items", b"item"]
+    assert args[1] == [b"name", b"capacity", b"type", b"block", b"token", b"CAPACITY",
+                       b"flags", [b"optional"], b"arguments",
+                       [[b"name", b"capacity", b"type", b"integer"]]]
+    # SET's "condition": a oneof with flags, as Redis orders a block's keys.
+    condition = next(a for a in get[get.index(b"arguments") + 1] if a[1] == b"condition")
+    assert condition[0::2] == [b"name", b"type", b"since", b"flags", b"arguments"]
+
+
+def test_command_docs_all(bp, redis_instance):
+    (direct,) = replies_of(redis_instance.port, cmd("COMMAND", "DOCS"), 1, timeout=20)
+    (via_proxy,) = replies_of(bp.port, cmd("COMMAND", "DOCS"), 1, timeout=20)
+    d, p = parse_resp(direct)[0], parse_resp(via_proxy)[0]
+    assert len(p) == len(d) + 2 * len(SKETCH_NAMES)
+    assert p[:len(d)] == d
+    assert p[len(d)::2] == SKETCH_NAMES
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        reply = c.call("COMMAND", "DOCS", "bf.card")
+        assert reply.startswith(b"%1\r\n$7\r\nbf.card\r\n%6\r\n$7\r\nsummary\r\n")
+        assert reply.endswith(b"$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$3\r\nkey\r\n"
+                              b"$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n")
+
+
+# --- COMMAND GETKEYS
+
+
+def test_getkeys_of_sketch_commands(bp, redis_instance):
+    assert one(bp.port, "COMMAND", "GETKEYS", "BF.ADD", "f", "x") == b"*1\r\n$1\r\nf\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYS", "bf.insert", "f", "ITEMS", "a") == \
+        b"*1\r\n$1\r\nf\r\n"
+    # CMS.MERGE declares only its destination (what RedisBloom's metadata says).
+    assert one(bp.port, "COMMAND", "GETKEYS", "CMS.MERGE", "d", "2", "a", "b") == \
+        b"*1\r\n$1\r\nd\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYSANDFLAGS", "BF.EXISTS", "f", "x") == \
+        b"*1\r\n*2\r\n$1\r\nf\r\n*1\r\n+RO\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYSANDFLAGS", "cms.incrby", "c", "a", "1") == \
+        b"*1\r\n*2\r\n$1\r\nc\r\n*1\r\n+RW\r\n"
+    # Redis's own errors, as for a core command with the same fault.
+    (arity,) = replies_of(redis_instance.port, cmd("COMMAND", "GETKEYS", "GET", "a", "b"), 1)
+    assert one(bp.port, "COMMAND", "GETKEYS", "BF.ADD", "f", "x", "y") == arity
+    assert arity == b"-ERR Invalid number of arguments specified for command\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYS", "BF.CARD", "f", "x") == arity
+    # GETKEYS's own arity comes first (COMMAND GETKEYS needs a command and an argument).
+    payload = cmd("COMMAND", "GETKEYS", "BF.INFO") + cmd("COMMAND", "GETKEYSANDFLAGS", "BF.ADD")
+    compare_with_redis(bp.port, redis_instance, payload, 2)
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        assert c.call("COMMAND", "GETKEYSANDFLAGS", "BF.ADD", "f", "x") == \
+            b"*1\r\n*2\r\n$1\r\nf\r\n~1\r\n+RW\r\n"
+    # CF.* is not emulated yet: the upstream answers, as for any command it does not know.
+    payload = cmd("COMMAND", "GETKEYS", "CF.ADD", "k", "x") + cmd("COMMAND", "GETKEYS", "GET", "k")
+    compare_with_redis(bp.port, redis_instance, payload, 2)
+
+
+# --- ACL categories
+
+
+def test_acl_rules_name_redisbloom_categories(proxy, tmp_path):
+    conf = tmp_path / "users.conf"
+    conf.write_text("user nobloom pw1 +@all -@bloom\n"
+                    "user cuckoo pw2 nocommands +@cuckoo +@topk +@tdigest +ping\n"
+                    "user sketches pw3 nocommands +@cms +@read\n")
+    p = proxy("--config", str(conf))
+    with p.raw() as c:
+        assert c.command("AUTH", "nobloom", "pw1") == b"OK"
+        c.send(cmd("BF.ADD", "f", "x"))
+        assert c.read_reply_raw() == \
+            b"-NOPERM this user has no permissions to run the 'bf.add' command\r\n"
+        assert c.command("CMS.INITBYDIM", "c", "10", "2") == b"OK"
+        assert c.command("AUTH", "cuckoo", "pw2") == b"OK"
+        assert c.command("PING") == b"PONG"
+        c.send(cmd("CMS.QUERY", "c", "a"))
+        assert c.read_reply_raw() == \
+            b"-NOPERM this user has no permissions to run the 'cms.query' command\r\n"
+        assert c.command("AUTH", "sketches", "pw3") == b"OK"
+        assert c.command("CMS.QUERY", "c", "a") == [0]
+        assert c.command("BF.EXISTS", "f", "x") == 0  # @read
+        c.send(cmd("BF.ADD", "f", "x"))
+        assert c.read_reply_raw().startswith(b"-NOPERM")
