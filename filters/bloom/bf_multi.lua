@@ -1,9 +1,10 @@
--- The script a BF.* command runs as inside MULTI (filters/bloom/multi_bf.h): RedisBloom's semantics over the
--- filter layout of key_layout.h and bf_meta.h, in Lua, against whatever the keys hold when EXEC
--- runs. Bit positions follow bloom.h exactly: an item's two 64-bit hashes come from the proxy (they
--- depend on the item alone) as hex, and (a + i*b) mod 2^64 mod bits is worked out in 16-bit limbs,
--- exact in Lua's doubles for links below 2^45 bits. A new link's parameters follow ChainLink
--- (bloom.cc) with the server's log(), as RedisBloom's own use its host's.
+-- The script a BF.* command runs as inside MULTI (filters/bloom/multi_bf.h): RedisBloom's
+-- semantics over the filter layout of key_layout.h and bf_meta.h, in Lua, against whatever the
+-- keys hold when EXEC runs. Bit positions follow bloom.h exactly: an item's two 64-bit hashes
+-- come from the proxy (they depend on the item alone) as hex, and (a + i*b) mod 2^64 mod bits is
+-- worked out in 16-bit limbs, exact in Lua's doubles for links below 2^45 bits. A new link's
+-- parameters follow ChainLink (bloom.cc) with the server's log(), as RedisBloom's own use its
+-- host's.
 --
 --   EVAL <script> 2 <name> <marker>  <op> <prefix> <deferred error> <creates>
 --        <F> <field value>*F/2 <C> <count>*C <op arguments>
