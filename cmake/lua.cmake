@@ -35,6 +35,9 @@ function(bp_embed_lua target)
       COMMENT "Embedding ${rel}"
       VERBATIM)
     list(APPEND outputs ${out})
+    # Every embedded script, for tests/unit/lua_script_test.cc (tests/CMakeLists.txt).
+    set_property(GLOBAL APPEND PROPERTY BP_LUA_HEADERS "${dir}/${stem}.lua.h")
+    set_property(GLOBAL APPEND PROPERTY BP_LUA_NAMES "${name}")
   endforeach()
   file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
   string(MAKE_C_IDENTIFIER "${target}_lua_${folder}" embed)
