@@ -3,8 +3,12 @@
 #
 #   cmake -DIN=<file.lua> -DOUT=<header> -DROOT=<filters/> -DNAME=<kConstant> -P embed_lua.cmake
 #
-# A line `--@include <path>` (path relative to filters/, e.g. common/lua/marked.lua) is replaced
-# by that file's text, itself expanded; a file is included once per script. The header defines
+# A line `--@include <path>` (path relative to filters/, e.g. common/marked.lua) is replaced by
+# that file's text, itself expanded; a file is included once per script. Then every comment line
+# (a line that starts with `--`, blanks aside) is dropped: most scripts go with EVAL, their
+# whole text in every request, so what documents a script must not cost bytes on the wire. Long
+# strings and long comments (`[[`, `--[==[`) are refused, as dropping lines would cut through
+# them. tests/integration/lua_scripts.py does the same in Python. The header defines
 #
 #   inline constexpr ::bloomproxy::filters::LuaScript <NAME> = {"<stem>", R"...", "<sha1>"};
 #
@@ -51,6 +55,16 @@ endfunction()
 
 set_property(GLOBAL PROPERTY BP_LUA_SEEN "")
 expand_lua("${IN}" body)
+if(body MATCHES "--@")
+  message(FATAL_ERROR "embed_lua: ${IN}: write includes as '--@include <path>' at a line's start")
+endif()
+if(body MATCHES "\\[=*\\[")
+  message(FATAL_ERROR "embed_lua: ${IN}: no long strings or long comments ([[ ... ]])")
+endif()
+# Comment lines go, their newline with them. The newline put in front lets the first line match
+# like any other.
+string(REGEX REPLACE "\n[ \t]*--[^\n]*" "" body "\n${body}")
+string(SUBSTRING "${body}" 1 -1 body)
 if(body MATCHES "\\)bp_lua\"")
   message(FATAL_ERROR "embed_lua: ${IN} holds the raw-string delimiter )bp_lua\"")
 endif()

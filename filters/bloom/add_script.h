@@ -1,6 +1,7 @@
 // The set step of an add (BF.ADD, BF.MADD, BF.INSERT) as one script that runs atomically on the
 // server holding the filter (all its keys share the name's hash tag, so they are on one server
-// behind a Redis Cluster or a sharding proxy too). Pure; no sockets.
+// behind a Redis Cluster or a sharding proxy too): filters/bloom/bf_add.lua, embedded at build
+// time. Pure; no sockets.
 //
 //   EVAL <script> <1 + shards> name shard ...
 //        <marker field> <marker value> <id> l<links> <items> <groups>

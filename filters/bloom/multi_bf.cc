@@ -1,6 +1,7 @@
 // BF.* inside MULTI (multi_command.h): what is worked out when the command is queued (its
 // arguments, a new filter's metadata and a fresh id, each item's hashes) and passed to the script
-// (multi_bf_lua.cc), and the RedisBloom reply made of the script's answer once EXEC ran it.
+// (filters/bloom/bf_multi.lua), and the RedisBloom reply made of the script's answer once EXEC ran
+// it.
 #include "filters/bloom/multi_bf.h"
 
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "filters/bloom/bf_args.h"
 #include "filters/bloom/bf_meta.h"
+#include "filters/bloom/bf_multi.lua.h"
 #include "filters/bloom/bf_plan_state.h"
 #include "filters/bloom/bf_replies.h"
 #include "filters/bloom/bloom.h"
@@ -230,5 +232,7 @@ std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>
   return std::make_unique<BfQueued>(
       req, std::move(error), req.command == BfCommand::kLoadChunk ? &header : nullptr, config);
 }
+
+std::string_view MultiBfScript() { return lua::kBfMulti.body; }
 
 }  // namespace bloomproxy::filters

@@ -1,5 +1,5 @@
-// BF.* inside MULTI (multi_command.h): the script each command is queued as (multi_bf_lua.cc) and
-// the reply made of its answer (multi_bf.cc). Pure; no sockets.
+// BF.* inside MULTI (multi_command.h): the script each command is queued as (bf_multi.lua) and the
+// reply made of its answer (multi_bf.cc). Pure; no sockets.
 #pragma once
 
 #include <string_view>
@@ -8,7 +8,7 @@
 
 namespace bloomproxy::filters {
 
-// The script (its arguments and answers are documented at its text in multi_bf_lua.cc).
+// The script (its arguments and answers are documented in filters/bloom/bf_multi.lua).
 std::string_view MultiBfScript();
 
 }  // namespace bloomproxy::filters

@@ -3,6 +3,7 @@
 // increment that spans several parts, removing parts written after the sketch went away, and
 // MERGE's check-and-write. Every key a script touches is passed in KEYS and lies in the sketch's
 // slot (cms_meta.h), so each runs on one server: standalone, Redis Cluster or behind twemproxy.
+// Each script is a file, filters/cms/cms_<what>.lua (cms_fetch.lua, ...), embedded at build time.
 #pragma once
 
 #include <string>

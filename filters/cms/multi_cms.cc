@@ -1,5 +1,5 @@
 // QueueCmsCommand (filters/common/multi_command.h): a CMS command inside MULTI becomes one EVAL of
-// CmsMultiScript (filters/cms/multi_cms.h) in its place in the transaction. What depends only on
+// CmsMultiScript (filters/cms/cms_multi.lua) in its place in the transaction. What depends only on
 // the arguments is worked out here (the parse and its errors, a new sketch's id and parts, the
 // count's increment, canonical weights); what depends on the keys (whether the sketch exists,
 // its dimensions and id, hence every cell) is left to the script, which runs when EXEC does.
@@ -21,6 +21,7 @@
 #include "filters/cms/cms.h"
 #include "filters/cms/cms_args.h"
 #include "filters/cms/cms_meta.h"
+#include "filters/cms/cms_multi.lua.h"
 #include "filters/cms/multi_cms.h"
 #include "filters/common/key_layout.h"
 #include "filters/common/multi_command.h"
@@ -264,6 +265,11 @@ std::unique_ptr<QueuedSketch> QueueCmsCommand(const std::vector<std::string_view
   protocol::AppendCommand(&request, eval);
   queued->set_request(std::move(request));
   return queued;
+}
+
+const std::string& CmsMultiScript() {
+  static const std::string* const script = new std::string(lua::kCmsMulti.body);
+  return *script;
 }
 
 }  // namespace bloomproxy::filters

@@ -11,15 +11,13 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 
 namespace bloomproxy::filters {
 
-// The shared part of the script: MurmurHash2 as `murmur2(s, seed)` (exact 32-bit arithmetic in
-// Lua's doubles), exact signed integers for MERGE, and the sketch layout (cms_meta.h). Exposed
-// so tests can EVAL it with a line of their own appended.
-std::string_view CmsMultiPrelude();
-// The whole script (prelude and body).
+// The script, filters/cms/cms_multi.lua: its prelude (cms_multi_prelude.lua: MurmurHash2 as
+// `murmur2(s, seed)` in exact 32-bit arithmetic in Lua's doubles, exact signed integers for
+// MERGE, the sketch layout of cms_meta.h), which tests EVAL with lines of their own appended, and
+// its body.
 const std::string& CmsMultiScript();
 
 // The script's integer answers.

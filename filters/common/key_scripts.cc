@@ -1,9 +1,27 @@
-// Which key commands become which script request (filters/common/key_scripts.h); the scripts are in
-// key_scripts_marked.cc (those that only look at markers) and key_scripts_whole.cc (those that
-// act on every key of a structure).
+// Which key commands become which script request (filters/common/key_scripts.h). The scripts are
+// filters/common/key_*.lua, embedded at build time: those that only look at the name's markers
+// (key_type.lua, key_encoding.lua, key_copy.lua, key_dump.lua, key_hash_*.lua) and those that act
+// on every key of a structure (key_delete.lua, key_expire.lua, key_rename.lua, key_move.lua,
+// key_restore.lua, key_memory_usage.lua, key_object_time.lua, which include filter_at.lua).
 #include "filters/common/key_scripts.h"
 
+#include "filters/common/key_copy.lua.h"
+#include "filters/common/key_delete.lua.h"
+#include "filters/common/key_dump.lua.h"
+#include "filters/common/key_encoding.lua.h"
+#include "filters/common/key_expire.lua.h"
+#include "filters/common/key_hash_in_parts_read.lua.h"
+#include "filters/common/key_hash_in_parts_write.lua.h"
+#include "filters/common/key_hash_incrby.lua.h"
+#include "filters/common/key_hash_read.lua.h"
+#include "filters/common/key_hash_write.lua.h"
 #include "filters/common/key_layout.h"
+#include "filters/common/key_memory_usage.lua.h"
+#include "filters/common/key_move.lua.h"
+#include "filters/common/key_object_time.lua.h"
+#include "filters/common/key_rename.lua.h"
+#include "filters/common/key_restore.lua.h"
+#include "filters/common/key_type.lua.h"
 #include "protocol/command_table.h"
 #include "protocol/encoder.h"
 
@@ -213,5 +231,24 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
   protocol::AppendCommand(request, out);
   return true;
 }
+
+std::string_view TypeScript() { return lua::kKeyType.body; }
+std::string_view CopyScript() { return lua::kKeyCopy.body; }
+std::string_view EncodingScript() { return lua::kKeyEncoding.body; }
+std::string_view HashScript(bool writes) {
+  return writes ? lua::kKeyHashWrite.body : lua::kKeyHashRead.body;
+}
+std::string_view HashIncrByScript() { return lua::kKeyHashIncrby.body; }
+std::string_view HashInPartsScript(bool writes) {
+  return writes ? lua::kKeyHashInPartsWrite.body : lua::kKeyHashInPartsRead.body;
+}
+std::string_view DumpScript() { return lua::kKeyDump.body; }
+std::string_view DeleteScript() { return lua::kKeyDelete.body; }
+std::string_view ExpireScript() { return lua::kKeyExpire.body; }
+std::string_view RenameScript() { return lua::kKeyRename.body; }
+std::string_view MoveScript() { return lua::kKeyMove.body; }
+std::string_view RestoreScript() { return lua::kKeyRestore.body; }
+std::string_view MemoryUsageScript() { return lua::kKeyMemoryUsage.body; }
+std::string_view ObjectTimeScript() { return lua::kKeyObjectTime.body; }
 
 }  // namespace bloomproxy::filters

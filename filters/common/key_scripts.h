@@ -11,8 +11,9 @@
 //              supported for this module key"), DUMP (not supported: kDumpRefused)
 //   WRONGTYPE  every hash command (HGET, HSET, ... HSCAN), as on a module key
 //
-// Each runs as one Lua script that does the client's command and, for every key that is a filter,
-// the same to its data keys and marker, atomically:
+// Each runs as one Lua script (filters/common/key_<command>.lua, embedded at build time) that
+// does the client's command and, for every key that is a filter, the same to its data keys and
+// marker, atomically:
 //
 //   client:   DEL a f b
 //   upstream: EVAL <del script> 3 a f b DEL <prefix of a> <prefix of f> <prefix of b>
@@ -52,32 +53,19 @@ std::vector<std::string_view> KeyCommandNames(const std::vector<std::string_view
 // The most arguments a script passes to one redis.call (Lua's unpack stops at 8000).
 inline constexpr size_t kMaxScriptArgs = 7000;
 
-// The error DUMP of a filter or sketch answers (one line, no quote: it is spliced into a Lua
-// string). What the proxy stores is not RedisBloom's RDB format, so no payload could be one.
+// The error DUMP of a filter or sketch answers: key_dump.lua holds it word for word (one line, no
+// quote: it is a Lua string there; tests/unit/key_scripts_test.cc holds the two equal). What the
+// proxy stores is not RedisBloom's RDB format, so no payload could be one.
 inline constexpr std::string_view kDumpRefused =
     "ERR bloomproxy: DUMP of a Bloom filter or count-min sketch is not supported (save a filter "
     "with BF.SCANDUMP, restore it with BF.LOADCHUNK)";
 
-// Lua's marked(k), for the scripts that write: whether marker `k` exists, found without a
-// read-only command. A read-only command inside a script makes a client with CLIENT TRACKING
-// track every key of the script (Redis remembers the caller's keys), so a DEL or an HSET would
-// track its own key and get an invalidation for its own write, which Redis sends only after a
-// read. SETRANGE of nothing is a write command that changes nothing (no notification, no
-// propagation) and answers the length of a string key, 0 for none; on an error (a write refused
-// under maxmemory, on a read-only replica, from EVAL_RO) marked falls back to EXISTS.
-inline constexpr std::string_view kMarkedFunction = R"lua(
-local function marked(k)
-  local n = redis.pcall('SETRANGE', k, 0, '')
-  if type(n) == 'number' then return n > 0 end
-  return redis.call('EXISTS', k) == 1
-end
-)lua";
-
-// The scripts (what each takes and returns is documented at its text), for tests.
+// The scripts, filters/common/key_*.lua (what each takes and returns is documented at the top of
+// its file), for tests.
 std::string_view TypeScript();
 std::string_view CopyScript();
 std::string_view EncodingScript();
-// `writes`: the command writes (its markers are read without tracking, key_scripts_marked.cc).
+// `writes`: the command writes (its markers are read without tracking, common/marked.lua).
 std::string_view HashScript(bool writes);         // any hash command but these two:
 std::string_view HashIncrByScript();              // HINCRBY (its result may not fit a Lua number)
 std::string_view HashInPartsScript(bool writes);  // more than kMaxScriptArgs arguments

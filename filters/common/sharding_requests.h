@@ -35,7 +35,8 @@ void AddShardIfMissing(Requests* req, std::string_view key, uint64_t size);
 // Appends the request that answers as PEXPIRETIME `key` does.
 void AddExpireTime(Requests* req, std::string_view key);
 
-// The scripts, for tests.
+// The scripts (filters/common/publish_if_free.lua, shard_if_missing.lua, expire_time.lua), for
+// tests.
 std::string_view PublishScript();
 std::string_view ShardScript();
 std::string_view ExpireTimeScript();

@@ -1,6 +1,8 @@
 #include "filters/common/sweep.h"
 
 #include "filters/common/key_layout.h"
+#include "filters/common/sweep.lua.h"
+#include "filters/common/sweep_lock.lua.h"
 #include "protocol/encoder.h"
 #include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
@@ -15,51 +17,6 @@ constexpr std::string_view kCmsMarker = ":cms:m:";
 constexpr std::string_view kFilterMark = "bloomproxy";  // bf_meta.h kMarkerField
 constexpr std::string_view kSketchMark = "cms";         // cms_meta.h
 constexpr size_t kIdLength = 16;
-
-// KEYS: per entry, the key and then its owners' names. ARGV: per entry, its mode ('d': delete
-// the key if nobody owns it; 'c': only look), n (its owners), then n triples (mark, id, field):
-// the owner is a hash whose field `mark` is "1", whose id is `id` (any when empty) and that
-// has `field` (when not empty). Returns one verdict per entry (SweepVerdict): 0 owned, 1
-// nobody's (kept), 2 nobody's and deleted, 3 the key is gone. Everything in one script, so a
-// key is deleted only if nobody owns it at that very moment.
-constexpr std::string_view kSweepScript = R"lua(
-local function owns(name, mark, id, field)
-  if redis.call('TYPE', name).ok ~= 'hash' then return false end
-  local f = redis.call('HMGET', name, mark, 'id', field)
-  return f[1] == '1' and (id == '' or f[2] == id) and (field == '' or f[3] ~= false)
-end
-local out, k, a = {}, 1, 1
-while a <= #ARGV do
-  local remove, n = ARGV[a] == 'd', tonumber(ARGV[a + 1])
-  local verdict = 1
-  if redis.call('EXISTS', KEYS[k]) == 0 then
-    verdict = 3
-  else
-    for i = 0, n - 1 do
-      local b = a + 2 + 3 * i
-      if owns(KEYS[k + 1 + i], ARGV[b], ARGV[b + 1], ARGV[b + 2]) then
-        verdict = 0
-        break
-      end
-    end
-    if verdict == 1 and remove then
-      redis.call('UNLINK', KEYS[k])
-      verdict = 2
-    end
-  end
-  out[#out + 1] = verdict
-  k, a = k + 1 + n, a + 2 + 3 * n
-end
-return out
-)lua";
-
-// KEYS[1]: the lock; ARGV[1]: this proxy's id; ARGV[2]: the lock's time to live (ms).
-constexpr std::string_view kLockScript = R"lua(
-local v = redis.call('GET', KEYS[1])
-if v and v ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
-)lua";
 
 bool HasTag(std::string_view s) {
   bool has_tag = false;
@@ -172,10 +129,10 @@ bool ParseSweepKey(std::string_view key, SweepKey* out) {
   return data || bf_marker || cms_marker;
 }
 
-std::string_view SweepScript() { return kSweepScript; }
+std::string_view SweepScript() { return lua::kSweep.body; }
 
 void AppendSweepLoad(std::string* out) {
-  protocol::AppendCommand(out, std::vector<std::string_view>{"SCRIPT", "LOAD", kSweepScript});
+  protocol::AppendCommand(out, std::vector<std::string_view>{"SCRIPT", "LOAD", lua::kSweep.body});
 }
 
 void AppendSweepRequest(std::string* out, std::string_view sha,
@@ -251,8 +208,8 @@ std::vector<int> KeyspaceDatabases(std::string_view info) {
 
 void AppendSweepLock(std::string* out, std::string_view owner, uint64_t ttl_ms) {
   const std::string ttl = std::to_string(ttl_ms);
-  protocol::AppendCommand(
-      out, std::vector<std::string_view>{"EVAL", kLockScript, "1", kSweepLockKey, owner, ttl});
+  protocol::AppendCommand(out, std::vector<std::string_view>{"EVAL", lua::kSweepLock.body, "1",
+                                                             kSweepLockKey, owner, ttl});
 }
 
 }  // namespace bloomproxy::filters

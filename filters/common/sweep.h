@@ -69,7 +69,7 @@ struct SweepEntry {
   bool remove = false;
 };
 
-// The check-and-delete script, documented at its text.
+// The check-and-delete script, filters/common/sweep.lua (documented there).
 std::string_view SweepScript();
 
 // Appends EVALSHA `sha` (of SweepScript(), as SCRIPT LOAD answered it) for `entries`: in
@@ -91,8 +91,8 @@ bool ParseScanReply(const redisReply* r, std::string* cursor, std::vector<std::s
 std::vector<int> KeyspaceDatabases(std::string_view info);
 
 // The lock that lets one proxy sweep an upstream per interval: SET NX PX, renewed by its holder
-// (a script: GET, then SET PX when free or already the caller's). Its reply is 1 when the caller
-// holds the lock now, 0 when another proxy does.
+// (sweep_lock.lua: GET, then SET PX when free or already the caller's). Its reply is 1 when the
+// caller holds the lock now, 0 when another proxy does.
 inline constexpr std::string_view kSweepLockKey = "bloomproxy:sweep-lock";
 void AppendSweepLock(std::string* out, std::string_view owner, uint64_t ttl_ms);
 

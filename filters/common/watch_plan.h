@@ -24,7 +24,7 @@ namespace bloomproxy::filters {
 // The plan of WATCH `keys` (the command's arguments after its name).
 std::unique_ptr<Plan> MakeWatchPlan(const std::vector<std::string_view>& keys);
 
-// The script of the first step, for tests.
+// The script of the first step (filters/common/watch_keys.lua), for tests.
 std::string_view WatchKeysScript();
 
 }  // namespace bloomproxy::filters

@@ -16,9 +16,7 @@ that runs the whole command when EXEC does.
 """
 
 import random
-import re
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -26,9 +24,8 @@ from bf_vectors import key_hash_slot, run_commands
 from bp_helpers import parse_resp
 from cms_vectors import (CROSSSLOT, MERGE_OVERFLOW, MergeOverflow, ModelSketch, murmur2,
                          read_sketch)
+from lua_scripts import load_script
 
-REPO = Path(__file__).resolve().parents[2]
-LUA_SOURCE = REPO / "filters" / "cms" / "multi_cms_lua.cc"
 OK = b"+OK\r\n"
 QUEUED = b"+QUEUED\r\n"
 EXECABORT = b"-EXECABORT Transaction discarded because of previous errors.\r\n"
@@ -50,10 +47,8 @@ HASH_VECTORS = [
 
 
 def prelude():
-    """The script's prelude, as filters/cms/multi_cms_lua.cc holds it."""
-    m = re.search(r'kPrelude = R"lua\((.*?)\)lua"', LUA_SOURCE.read_text(), re.S)
-    assert m, "no prelude in " + str(LUA_SOURCE)
-    return m.group(1)
+    """The script's prelude, filters/cms/cms_multi_prelude.lua, as the build embeds it."""
+    return load_script("cms/cms_multi_prelude.lua")
 
 
 def exec_elements(raw):

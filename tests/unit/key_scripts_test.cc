@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "filters/common/key_layout.h"
+#include "filters/common/marked.lua.h"
 #include "protocol/request_parser.h"
 #include "protocol/sharding_proxy.h"
 
@@ -109,9 +110,10 @@ TEST(KeyScriptsTest, WritingScriptsFindMarkersWithoutReading) {
        {DeleteScript(), ExpireScript(), RenameScript(), MoveScript(), RestoreScript(), CopyScript(),
         HashScript(true), HashInPartsScript(true)}) {
     // (After the hash scripts' prologue, which only moves the markers out of ARGV.)
-    const size_t fn = s.find(kMarkedFunction);
+    const std::string_view marked = lua::kMarked.body;
+    const size_t fn = s.find(marked);
     ASSERT_LT(fn, s.find("redis."));
-    const std::string_view body = s.substr(fn + kMarkedFunction.size());
+    const std::string_view body = s.substr(fn + marked.size());
     const size_t first_use = body.find("marked(");
     ASSERT_NE(first_use, std::string_view::npos);
     for (std::string_view read : {"'EXISTS'", "'TYPE'", "'HMGET'", "'PEXPIRETIME'"}) {
@@ -292,9 +294,9 @@ TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
     const bool writes = s.find("SETRANGE") != std::string_view::npos;
     // The markers come in ARGV, not KEYS (a tracking client would track them): MK holds them.
     EXPECT_EQ(s.find("local MK = {table.remove(ARGV, 1), table.remove(ARGV, 1)}"), 1u);
-    EXPECT_LT(s.find(writes ? "if (marked(MK[1]) or marked(MK[2]))"
-                            : "redis.call('EXISTS', MK[1], MK[2])"),
-              s.find("redis.call('TYPE', KEYS[1])"));
+    EXPECT_LT(
+        s.find(writes ? "if (marked(MK[1]) or marked(MK[2]))" : "call('EXISTS', MK[1], MK[2])"),
+        s.find("call('TYPE', KEYS[1])"));
     EXPECT_LT(s.find("ARGV[2] = MK[1]"), s.rfind("redis.pcall("));
     EXPECT_LT(s.find("ARGV[2] = MK[2]"), s.rfind("redis.pcall("));
     EXPECT_EQ(s.find("KEYS[2]"), std::string_view::npos);

@@ -1,25 +1,21 @@
-// The script a BF.* command runs as inside MULTI (multi_bf.h): RedisBloom's semantics over the
-// filter layout of key_layout.h and bf_meta.h, in Lua, against whatever the keys hold when EXEC
-// runs. Bit positions follow bloom.h exactly: an item's two 64-bit hashes come from the proxy (they
-// depend on the item alone) as hex, and (a + i*b) mod 2^64 mod bits is worked out in 16-bit limbs,
-// exact in Lua's doubles for links below 2^45 bits. A new link's parameters follow ChainLink
-// (bloom.cc) with the server's log(), as RedisBloom's own use its host's.
-//
-//   EVAL <script> 2 <name> <marker>  <op> <prefix> <deferred error> <creates>
-//        <F> <field value>*F/2 <C> <count>*C <op arguments>
-//
-// op: reserve | add | exists | counts (CARD, INFO, SCANDUMP 0) | dump <iter> | load <iter> <data>.
-// F fields (with the id, error, capacity, ... and l0 .. of multi_bf.cc) make a new filter when the
-// name is free and <creates> is 1 (reserve, add, load 1), with the C counts of its links.
-// Answers: {"wrongtype"}, {"missing"}, {"deferred"}, {"exists"}, {"damaged", why}, {"ok"},
-// {"add", r...} (1 new, 0 present, 2 full), {"found", 0|1 ...}, {"counts", hgetall, counts},
-// {"chunk", next, data}, {"toobig"}, {"nolink"}.
-#include "filters/bloom/multi_bf.h"
+-- The script a BF.* command runs as inside MULTI (filters/bloom/multi_bf.h): RedisBloom's
+-- semantics over the filter layout of key_layout.h and bf_meta.h, in Lua, against whatever the
+-- keys hold when EXEC runs. Bit positions follow bloom.h exactly: an item's two 64-bit hashes
+-- come from the proxy (they depend on the item alone) as hex, and (a + i*b) mod 2^64 mod bits is
+-- worked out in 16-bit limbs, exact in Lua's doubles for links below 2^45 bits. A new link's
+-- parameters follow ChainLink (bloom.cc) with the server's log(), as RedisBloom's own use its
+-- host's.
+--
+--   EVAL <script> 2 <name> <marker>  <op> <prefix> <deferred error> <creates>
+--        <F> <field value>*F/2 <C> <count>*C <op arguments>
+--
+-- op: reserve | add | exists | counts (CARD, INFO, SCANDUMP 0) | dump <iter> | load <iter> <data>.
+-- F fields (with the id, error, capacity, ... and l0 .. of multi_bf.cc) make a new filter when the
+-- name is free and <creates> is 1 (reserve, add, load 1), with the C counts of its links.
+-- Answers: {"wrongtype"}, {"missing"}, {"deferred"}, {"exists"}, {"damaged", why}, {"ok"},
+-- {"add", r...} (1 new, 0 present, 2 full), {"found", 0|1 ...}, {"counts", hgetall, counts},
+-- {"chunk", next, data}, {"toobig"}, {"nolink"}.
 
-namespace bloomproxy::filters {
-
-std::string_view MultiBfScript() {
-  static constexpr std::string_view kScript = R"lua(
 local name, marker = KEYS[1], KEYS[2]
 local op, prefix, deferred, creates = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local nf = tonumber(ARGV[5])
@@ -326,8 +322,3 @@ if op == 'load' then return load_chunk(f, tonumber(ARGV[at]), ARGV[at + 1]) end
 local h, counts = redis.call('HGETALL', name), {}
 for l = 1, #f.links do counts[l] = tostring(f.counts[l]) end
 return {'counts', h, counts}
-)lua";
-  return kScript;
-}
-
-}  // namespace bloomproxy::filters
