@@ -315,7 +315,7 @@ const Directive kDirectives[] = {
     Memory<&O::bf_max_shard_bytes, 64, 512 * kMb>("bf-max-shard-bytes",
         "largest key of a sub-filter (>= 64)", kLive),
     Memory<&O::sketch_max_bytes, 1, int64_t{1} << 47>("sketch-max-bytes",
-        "largest count-min sketch or cuckoo filter made (up to 2^47)", kLive),
+        "largest CMS or CF made (<= 2^47)", kLive),
     Custom<&O::bf_layouts>("bf-layout", -4, "RULE",
         "keys in a Java/Guava filter layout (repeatable)", ApplyBfLayout,
         ShowBfLayouts, kLive, true),

@@ -6,8 +6,13 @@
 -- and answers WRONGTYPE, exactly as on RedisBloom's module key, changing nothing. On anything else
 -- the command runs as sent. common/hash_read_check.lua and common/hash_write_check.lua differ only
 -- in how they look at the markers.
-if redis.call('EXISTS', MK[1], MK[2]) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then
-  if redis.call('TYPE', MK[1]).ok == 'string' then ARGV[2] = MK[1]
-  elseif redis.call('TYPE', MK[2]).ok == 'string' then ARGV[2] = MK[2]
-  else return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'} end
+if redis.call('EXISTS', unpack(MK)) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then
+  local on = nil
+  for _, m in ipairs(MK) do
+    if not on and redis.call('TYPE', m).ok == 'string' then on = m end
+  end
+  if not on then
+    return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'}
+  end
+  ARGV[2] = on
 end

@@ -9,8 +9,13 @@
 -- the command runs as sent. common/hash_read_check.lua and common/hash_write_check.lua differ only
 -- in how they look at the markers.
 --@include common/marked.lua
-if (marked(MK[1]) or marked(MK[2])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then
-  if redis.call('TYPE', MK[1]).ok == 'string' then ARGV[2] = MK[1]
-  elseif redis.call('TYPE', MK[2]).ok == 'string' then ARGV[2] = MK[2]
-  else return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'} end
+if (marked(MK[1]) or marked(MK[2]) or marked(MK[3])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then
+  local on = nil
+  for _, m in ipairs(MK) do
+    if not on and redis.call('TYPE', m).ok == 'string' then on = m end
+  end
+  if not on then
+    return {err = 'WRONGTYPE Operation against a key holding the wrong kind of value'}
+  end
+  ARGV[2] = on
 end

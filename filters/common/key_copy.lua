@@ -4,14 +4,15 @@
 -- that, Redis's own reply (COPY itself, which then copies nothing). A write: markers are looked
 -- at with marked (common/marked.lua).
 --
--- KEYS[1], KEYS[2]: source and destination; KEYS[3], KEYS[4]: the source's filter and sketch
--- markers. ARGV: the client's command, as sent.
+-- KEYS[1], KEYS[2]: source and destination; KEYS[3], KEYS[4], KEYS[5]: the source's Bloom filter,
+-- count-min sketch and cuckoo filter markers. ARGV: the client's command, as sent.
 --
 -- Returns COPY's reply, 0 (the destination exists, no REPLACE), or RedisBloom's "not supported
 -- for this module key".
 
 --@include common/marked.lua
-if not (marked(KEYS[3]) or marked(KEYS[4])) or redis.call('TYPE', KEYS[1]).ok ~= 'hash' then
+if not (marked(KEYS[3]) or marked(KEYS[4]) or marked(KEYS[5])) or
+   redis.call('TYPE', KEYS[1]).ok ~= 'hash' then
   return redis.pcall(unpack(ARGV))
 end
 local replace, db, i = false, nil, 4

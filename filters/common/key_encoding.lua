@@ -2,12 +2,11 @@
 -- RedisBloom's module types; else Redis's answer. Touches nothing but what the command itself
 -- touches.
 --
--- KEYS[1]: the name. ARGV[1], ARGV[2]: its filter and sketch markers (common/markers.lua); then
--- the client's command, as sent.
+-- KEYS[1]: the name. ARGV[1..3]: its markers (common/markers.lua); then the client's command, as
+-- sent.
 
 --@include common/markers.lua
-if redis.call('TYPE', KEYS[1]).ok == 'hash' and
-   (redis.call('EXISTS', MK[1]) == 1 or redis.call('EXISTS', MK[2]) == 1) then
+if redis.call('TYPE', KEYS[1]).ok == 'hash' and redis.call('EXISTS', unpack(MK)) > 0 then
   return 'raw'
 end
 return redis.pcall(unpack(ARGV))

@@ -100,9 +100,9 @@ bool ReadOnly(Kind kind) {
          kind == Kind::kDump || kind == Kind::kMemoryUsage || kind == Kind::kObjectTime;
 }
 
-// The commands of one name whose script looks at the name's markers (KEYS: name; ARGV[1],
-// ARGV[2]: filter marker, sketch marker), and those whose script finds the whole structure (KEYS:
-// name; ARGV[1]: its data-key prefix).
+// The commands of one name whose script looks at the name's markers (KEYS: name; ARGV[1..3]: its
+// Bloom filter, count-min sketch and cuckoo filter markers), and those whose script finds the
+// whole structure (KEYS: name; ARGV[1]: its data-key prefix).
 bool TakesMarkers(Kind kind) {
   return kind == Kind::kType || kind == Kind::kEncoding || kind == Kind::kHashRead ||
          kind == Kind::kHashWrite || kind == Kind::kDump;
@@ -144,10 +144,11 @@ void AppendOneName(Kind kind, const std::vector<std::string_view>& args,
   const std::string prefix = DataKeyPrefix(name);
   const std::string marker = MarkerKey(prefix, name);
   const std::string cms_marker = CmsMarkerKey(prefix, name);
+  const std::string cf_marker = CfMarkerKey(prefix, name);
   const bool ro = ReadOnly(kind) && upstream != protocol::UpstreamKind::kShardingProxy;
   std::vector<std::string_view> out = {ro ? "EVAL_RO" : "EVAL", ScriptOf(kind, args)};
   if (TakesMarkers(kind)) {
-    out.insert(out.end(), {"1", name, marker, cms_marker});
+    out.insert(out.end(), {"1", name, marker, cms_marker, cf_marker});
   } else {
     out.insert(out.end(), {"1", name, prefix});
   }
@@ -221,7 +222,8 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
       prefixes = {DataKeyPrefix(args[1])};
       prefixes.push_back(MarkerKey(prefixes[0], args[1]));
       prefixes.push_back(CmsMarkerKey(prefixes[0], args[1]));
-      out = {"EVAL", CopyScript(), "4", args[1], args[2], prefixes[1], prefixes[2]};
+      prefixes.push_back(CfMarkerKey(prefixes[0], args[1]));
+      out = {"EVAL", CopyScript(), "5", args[1], args[2], prefixes[1], prefixes[2], prefixes[3]};
       break;
     default:
       AppendOneName(kind, args, upstream, request);

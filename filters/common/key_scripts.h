@@ -1,13 +1,13 @@
 // Key commands on a filter's or a count-min sketch's name. A structure lives in several keys (its
-// name, a hash of metadata; data keys of bits and counts, or of cells; a marker, see
-// key_layout.h and cms_meta.h), and the key commands must see it as the one key RedisBloom's
-// module type is:
+// name, a hash of metadata; data keys of bits and counts, of cells, or of slots; a marker, see
+// key_layout.h, cms_meta.h and cuckoo/cf_layout.lua), and the key commands must see it as the
+// one key RedisBloom's module type is:
 //
 //   whole      DEL, UNLINK, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, RENAME, RENAMENX,
 //              MOVE, RESTORE (REPLACE removes every key of the structure it replaces),
 //              MEMORY USAGE (the sum over its keys), OBJECT IDLETIME / FREQ (its data keys'
 //              and marker's least idle time, highest frequency)
-//   answered   TYPE (MBbloom-- / CMSk-TYPE), OBJECT ENCODING (raw), COPY (RedisBloom's "not
+//   answered   TYPE (MBbloom-- / CMSk-TYPE / MBbloomCF), OBJECT ENCODING (raw), COPY (RedisBloom's "not
 //              supported for this module key"), DUMP (not supported: kDumpRefused)
 //   WRONGTYPE  every hash command (HGET, HSET, ... HSCAN), as on a module key
 //
@@ -57,8 +57,9 @@ inline constexpr size_t kMaxScriptArgs = 7000;
 // quote: it is a Lua string there; tests/unit/key_scripts_test.cc holds the two equal). What the
 // proxy stores is not RedisBloom's RDB format, so no payload could be one.
 inline constexpr std::string_view kDumpRefused =
-    "ERR bloomproxy: DUMP of a Bloom filter or count-min sketch is not supported (save a filter "
-    "with BF.SCANDUMP, restore it with BF.LOADCHUNK)";
+    "ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter or count-min sketch is not supported "
+    "(save a filter with BF.SCANDUMP or CF.SCANDUMP, restore it with BF.LOADCHUNK or "
+    "CF.LOADCHUNK)";
 
 // The scripts, filters/common/key_*.lua (what each takes and returns is documented at the top of
 // its file), for tests.

@@ -14,8 +14,11 @@ constexpr std::string_view kBf = ":bf:";
 constexpr std::string_view kCms = ":cms:";
 constexpr std::string_view kBfMarker = ":bf:m:";
 constexpr std::string_view kCmsMarker = ":cms:m:";
+constexpr std::string_view kCf = ":cf:";
+constexpr std::string_view kCfMarker = ":cf:m:";
 constexpr std::string_view kFilterMark = "bloomproxy";  // bf_meta.h kMarkerField
 constexpr std::string_view kSketchMark = "cms";         // cms_meta.h
+constexpr std::string_view kCuckooMark = "cf";          // cuckoo/cf_layout.lua
 constexpr size_t kIdLength = 16;
 
 bool HasTag(std::string_view s) {
@@ -45,6 +48,18 @@ bool ParseBloomSuffix(std::string_view s, std::string_view* id, std::string_view
   *link = l = s.substr(0, s.find('.'));
   return protocol::SplitAt(s, '.', &l, &shard) && protocol::IsKeyNumber(l) &&
          protocol::IsKeyNumber(shard);
+}
+
+// What follows "P:cf:": "H:D.D" (a cuckoo filter's sub-filter and data key).
+bool ParseCuckooSuffix(std::string_view s, std::string_view* id) {
+  std::string_view sub, key;
+  if (s.size() <= kIdLength + 1 || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
+      s[kIdLength] != ':' || !protocol::SplitAt(s.substr(kIdLength + 1), '.', &sub, &key) ||
+      !protocol::IsKeyNumber(sub) || !protocol::IsKeyNumber(key)) {
+    return false;
+  }
+  *id = s.substr(0, kIdLength);
+  return true;
 }
 
 bool ParseSketchSuffix(std::string_view s, std::string_view* id) {
@@ -78,6 +93,16 @@ bool AddDataOwners(std::string_view key, SweepKey* out) {
     found = true;
     for (std::string& name : PrefixOwners(key.substr(0, at))) {
       out->owners.push_back({std::move(name), kSketchMark, std::string(id), ""});
+    }
+  }
+  // A cuckoo filter's data key belongs to the filter of its id: a sub-filter the filter dropped
+  // has its keys removed by the same script.
+  at = key.rfind(kCf);
+  if (at != std::string_view::npos && ParseCuckooSuffix(key.substr(at + kCf.size()), &id) &&
+      HasTag(key.substr(0, at))) {
+    found = true;
+    for (std::string& name : PrefixOwners(key.substr(0, at))) {
+      out->owners.push_back({std::move(name), kCuckooMark, std::string(id), ""});
     }
   }
   return found;
@@ -126,7 +151,8 @@ bool ParseSweepKey(std::string_view key, SweepKey* out) {
   const bool data = AddDataOwners(key, out);
   const bool bf_marker = AddMarkerOwners(key, kBfMarker, kFilterMark, out);
   const bool cms_marker = AddMarkerOwners(key, kCmsMarker, kSketchMark, out);
-  return data || bf_marker || cms_marker;
+  const bool cf_marker = AddMarkerOwners(key, kCfMarker, kCuckooMark, out);
+  return data || bf_marker || cms_marker || cf_marker;
 }
 
 std::string_view SweepScript() { return lua::kSweep.body; }

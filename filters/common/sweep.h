@@ -8,7 +8,9 @@
 //                         "{users}", key_layout.h), each if it is a filter (a hash with
 //                         bloomproxy "1") whose id is <id> and that has link l2
 //   {users}:cms:<id>:0    owners: the same names, if a sketch (cms "1") with id <id>
-//   {users}:bf:m:users    owner: "users", if it is a filter (a sketch for :cms:m:)
+//   {users}:cf:<id>:1.0   owners: the same names, if a cuckoo filter (cf "1") with id <id>
+//   {users}:bf:m:users    owner: "users", if it is a filter (a sketch for :cms:m:, a cuckoo
+//                         filter for :cf:m:)
 //   {users}:bf:<id>:new   no owner: a creation's temporary key, moved or removed in the same
 //   {users}:bf:<id>:0.0:<id2>     pipeline that wrote it (filters/bloom/bf_plan_create.cc)
 //
@@ -25,7 +27,7 @@
 
 namespace bloomproxy::filters {
 
-// SCAN's MATCH for the sweep: every internal key (":bf:" and ":cms:" are the only infixes,
+// SCAN's MATCH for the sweep: every internal key (":bf:", ":cms:" and ":cf:" are the only infixes,
 // protocol/internal_keys.h) in one iteration instead of two; the few other keys it lets through
 // are told apart by ParseSweepKey.
 inline constexpr std::string_view kSweepMatch = "*:[bc][fm]*:*";

@@ -30,7 +30,8 @@ RESP3_CASES = with_resp3_replies(CASES, FIXTURES / "cf-resp3-expected.json")
 IDS = [c["name"] for c in CASES]
 SHARD_MODES = {"default": (), "shards64": ("--bf-max-shard-bytes", "64")}
 KEY_MODES = ("plain", "tagged")
-RENAMES = {b"RENAME", b"RENAMENX"}
+# What bloomproxy refuses behind a sharding proxy (nutcracker forwards none of them).
+REFUSED = {b"RENAME", b"RENAMENX", b"OBJECT"}
 TRANSACTIONS = {b"MULTI", b"EXEC", b"DISCARD"}
 
 
@@ -43,14 +44,14 @@ def cluster_case(mode, index, cases=CASES):
 
 
 def sharding_case(mode, index):
-    """Case `index` behind nutcracker, keys as recorded or under the tag {<index>:t}; RENAME and
-    RENAMENX get bloomproxy's refusal and end the case, COMMAND (which nutcracker does not
-    forward) ends it before, and so does MULTI (neither does it)."""
+    """Case `index` behind nutcracker, keys as recorded or under the tag {<index>:t}; RENAME,
+    RENAMENX and OBJECT get bloomproxy's refusal and end the case, COMMAND (which nutcracker does
+    not forward) ends it before, and so does MULTI (neither does it)."""
     case = CASES[index]
     if mode == "tagged":
         case = tagged(case, b"{%d:t}" % index)
     for i, args in enumerate(case["cmds"]):
-        if args[0].upper() in RENAMES:
+        if args[0].upper() in REFUSED:
             return cut_case(case, i, refusal(args[0]))
         if names_a_key(args) or args[0].upper() in TRANSACTIONS:
             return cut_case(case, i)

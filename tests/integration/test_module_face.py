@@ -14,7 +14,10 @@ BF_ENTRY = (b"*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:999999\r\n$4\r\npath
             b"$10\r\nbloomproxy\r\n$4\r\nargs\r\n*0\r\n")
 SKETCH_NAMES = [b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists", b"bf.mexists",
                 b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk", b"cms.initbydim",
-                b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge", b"cms.info"]
+                b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge", b"cms.info",
+                b"cf.reserve", b"cf.add", b"cf.addnx", b"cf.insert", b"cf.insertnx", b"cf.exists",
+                b"cf.mexists", b"cf.count", b"cf.del", b"cf.compact", b"cf.scandump",
+                b"cf.loadchunk", b"cf.info", b"cf.debug"]
 FORWARD_ALL = ("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward")
 
 
@@ -153,11 +156,13 @@ def test_command_list_filters(bp, redis_instance):
                                                             if n.startswith(b"bf.")}
     assert names(bp.port, "FILTERBY", "ACLCAT", "CMS") == {n for n in SKETCH_NAMES
                                                           if n.startswith(b"cms.")}
-    assert names(bp.port, "FILTERBY", "ACLCAT", "cuckoo") == set()  # CF.* not emulated yet
+    assert names(bp.port, "FILTERBY", "ACLCAT", "cuckoo") == {n for n in SKETCH_NAMES
+                                                             if n.startswith(b"cf.")}
     reads = names(redis_instance.port, "FILTERBY", "ACLCAT", "read")
     assert names(bp.port, "FILTERBY", "ACLCAT", "read") == reads | {
         b"bf.exists", b"bf.mexists", b"bf.info", b"bf.card", b"bf.scandump", b"cms.query",
-        b"cms.info"}
+        b"cms.info", b"cf.exists", b"cf.mexists", b"cf.count", b"cf.compact", b"cf.scandump",
+        b"cf.info", b"cf.debug"}
     assert names(bp.port, "FILTERBY", "PATTERN", "BF.*ADD") == {b"bf.add", b"bf.madd"}
     assert names(bp.port, "FILTERBY", "PATTERN", "get*") == names(
         redis_instance.port, "FILTERBY", "PATTERN", "get*")
@@ -222,7 +227,7 @@ def test_command_docs_all(bp, redis_instance):
 # --- COMMAND GETKEYS
 
 
-def test_getkeys_of_sketch_commands(bp, redis_instance):
+def test_getkeys_of_sketch_commands(bp, proxy, redis_instance):
     assert one(bp.port, "COMMAND", "GETKEYS", "BF.ADD", "f", "x") == b"*1\r\n$1\r\nf\r\n"
     assert one(bp.port, "COMMAND", "GETKEYS", "bf.insert", "f", "ITEMS", "a") == \
         b"*1\r\n$1\r\nf\r\n"
@@ -245,9 +250,14 @@ def test_getkeys_of_sketch_commands(bp, redis_instance):
         c.hello(3)
         assert c.call("COMMAND", "GETKEYSANDFLAGS", "BF.ADD", "f", "x") == \
             b"*1\r\n*2\r\n$1\r\nf\r\n~1\r\n+RW\r\n"
-    # CF.* is not emulated yet: the upstream answers, as for any command it does not know.
+    # CF.*: the key, whatever the command (CF.COMPACT has no command info: Redis's legacy range).
+    assert one(bp.port, "COMMAND", "GETKEYS", "CF.INSERT", "k", "CAPACITY", "4", "ITEMS", "a") == \
+        b"*1\r\n$1\r\nk\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYS", "CF.COMPACT", "k") == b"*1\r\n$1\r\nk\r\n"
+    # With cf-mode forward the upstream answers, as for any command it does not know.
+    forwarding = proxy("--cf-mode", "forward")
     payload = cmd("COMMAND", "GETKEYS", "CF.ADD", "k", "x") + cmd("COMMAND", "GETKEYS", "GET", "k")
-    compare_with_redis(bp.port, redis_instance, payload, 2)
+    compare_with_redis(forwarding.port, redis_instance, payload, 2)
 
 
 # --- ACL categories

@@ -68,7 +68,8 @@ TEST(KeyScriptsTest, RenameNamesBothKeysAndPrefixes) {
 TEST(KeyScriptsTest, TypeReadsTheMarkerOnly) {
   const auto r = RequestFor({"type", "users"});
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(TypeScript()), "1", "users",
-                                         "{users}:bf:m:users", "{users}:cms:m:users"}));
+                                         "{users}:bf:m:users", "{users}:cms:m:users",
+                                         "{users}:cf:m:users"}));
   // Names sharing a prefix have markers of their own.
   EXPECT_NE(MarkerKey(DataKeyPrefix("users"), "users"),
             MarkerKey(DataKeyPrefix("{users}"), "{users}"));
@@ -129,13 +130,14 @@ TEST(KeyScriptsTest, WritingScriptsFindMarkersWithoutReading) {
   }
 }
 
-TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtBothMarkers) {
+TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtEveryMarker) {
   const auto enc = RequestFor({"OBJECT", "encoding", "users"});
-  ASSERT_EQ(enc.size(), 9u);
+  ASSERT_EQ(enc.size(), 10u);
   EXPECT_EQ(enc[0], "EVAL_RO");
-  EXPECT_EQ(std::vector<std::string>(enc.begin() + 2, enc.begin() + 6),
-            (std::vector<std::string>{"1", "users", "{users}:bf:m:users", "{users}:cms:m:users"}));
-  EXPECT_EQ(std::vector<std::string>(enc.begin() + 6, enc.end()),
+  EXPECT_EQ(std::vector<std::string>(enc.begin() + 2, enc.begin() + 7),
+            (std::vector<std::string>{"1", "users", "{users}:bf:m:users", "{users}:cms:m:users",
+                                      "{users}:cf:m:users"}));
+  EXPECT_EQ(std::vector<std::string>(enc.begin() + 7, enc.end()),
             (std::vector<std::string>{"OBJECT", "encoding", "users"}));
   EXPECT_EQ(RequestFor({"OBJECT", "ENCODING", "users"}, protocol::UpstreamKind::kShardingProxy)[0],
             "EVAL");
@@ -144,15 +146,16 @@ TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtBothMarkers) {
   EXPECT_FALSE(KeyCommandRequest({"OBJECT", "REFCOUNT", "users"}, &request));
   EXPECT_FALSE(KeyCommandRequest({"OBJECT", "HELP"}, &request));
   const auto copy = RequestFor({"COPY", "a", "b", "REPLACE"});
-  EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 7),
-            (std::vector<std::string>{"4", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a"}));
+  EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 8),
+            (std::vector<std::string>{"5", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a", "{a}:cf:m:a"}));
 }
 
 TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
   EXPECT_EQ(RequestFor({"TYPE", "users"}, protocol::UpstreamKind::kRedis)[0], "EVAL_RO");
   const auto r = RequestFor({"type", "users"}, protocol::UpstreamKind::kShardingProxy);
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL", std::string(TypeScript()), "1", "users",
-                                         "{users}:bf:m:users", "{users}:cms:m:users"}));
+                                         "{users}:bf:m:users", "{users}:cms:m:users",
+                                         "{users}:cf:m:users"}));
   // The other key commands are the same request either way.
   for (std::vector<std::string_view> args : {std::vector<std::string_view>{"DEL", "a", "b"},
                                              {"UNLINK", "a"},
@@ -214,8 +217,8 @@ std::vector<std::string> Tail(const std::vector<std::string>& r, size_t from) {
 TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
   const auto r = RequestFor({"HGET", "users", "f"});
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(HashScript(false)), "1", "users",
-                                         "{users}:bf:m:users", "{users}:cms:m:users", "HGET",
-                                         "users", "f"}));
+                                         "{users}:bf:m:users", "{users}:cms:m:users",
+                                         "{users}:cf:m:users", "HGET", "users", "f"}));
   // Writes go with EVAL (held by CLIENT PAUSE WRITE as the write itself), reads with EVAL_RO.
   const std::vector<std::vector<std::string_view>> writes = {
       {"HSET", "k", "f", "v"}, {"hmset", "k", "f", "v"},   {"HSETNX", "k", "f", "v"},
@@ -233,20 +236,20 @@ TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
       {"HSCAN", "k", "0", "MATCH", "*", "COUNT", "10"}};
   for (const auto& args : writes) {
     const auto w = RequestFor(args);
-    ASSERT_GE(w.size(), 7u) << args[0];
+    ASSERT_GE(w.size(), 8u) << args[0];
     EXPECT_EQ(w[0], "EVAL") << args[0];
     EXPECT_EQ(w[1], args[0] == "HINCRBY" ? HashIncrByScript() : HashScript(true)) << args[0];
-    EXPECT_EQ(Tail(w, 6), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_EQ(Tail(w, 7), std::vector<std::string>(args.begin(), args.end())) << args[0];
     EXPECT_TRUE(KeyCommandNames(args).empty()) << args[0];
   }
   for (const auto& args : reads) {
     const auto rd = RequestFor(args);
-    ASSERT_GE(rd.size(), 7u) << args[0];
+    ASSERT_GE(rd.size(), 8u) << args[0];
     EXPECT_EQ(rd[0], "EVAL_RO") << args[0];
-    EXPECT_EQ(std::vector<std::string>(rd.begin() + 2, rd.begin() + 6),
-              (std::vector<std::string>{"1", "k", "{k}:bf:m:k", "{k}:cms:m:k"}))
+    EXPECT_EQ(std::vector<std::string>(rd.begin() + 2, rd.begin() + 7),
+              (std::vector<std::string>{"1", "k", "{k}:bf:m:k", "{k}:cms:m:k", "{k}:cf:m:k"}))
         << args[0];
-    EXPECT_EQ(Tail(rd, 6), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_EQ(Tail(rd, 7), std::vector<std::string>(args.begin(), args.end())) << args[0];
     EXPECT_EQ(RequestFor(args, protocol::UpstreamKind::kShardingProxy)[0], "EVAL") << args[0];
   }
   // Wrong arity is Redis's to answer, with the command as sent.
@@ -266,7 +269,7 @@ TEST(KeyScriptsTest, HashCommandsWithMoreArgumentsThanLuaTakes) {
     EXPECT_EQ(KeyCommandRequest(args, &request), cmd != "HSCAN") << cmd;
     if (cmd != "HSCAN") {
       const auto r = RequestFor(args);
-      ASSERT_EQ(r.size(), 6 + args.size()) << cmd;
+      ASSERT_EQ(r.size(), 7 + args.size()) << cmd;
       EXPECT_EQ(r[1], HashInPartsScript(cmd != "HMGET")) << cmd;
     }
   }
@@ -293,12 +296,15 @@ TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
     // arguments.
     const bool writes = s.find("SETRANGE") != std::string_view::npos;
     // The markers come in ARGV, not KEYS (a tracking client would track them): MK holds them.
-    EXPECT_EQ(s.find("local MK = {table.remove(ARGV, 1), table.remove(ARGV, 1)}"), 1u);
-    EXPECT_LT(
-        s.find(writes ? "if (marked(MK[1]) or marked(MK[2]))" : "call('EXISTS', MK[1], MK[2])"),
-        s.find("call('TYPE', KEYS[1])"));
-    EXPECT_LT(s.find("ARGV[2] = MK[1]"), s.rfind("redis.pcall("));
-    EXPECT_LT(s.find("ARGV[2] = MK[2]"), s.rfind("redis.pcall("));
+    EXPECT_EQ(s.find("local MK = {table.remove(ARGV, 1), table.remove(ARGV, 1), "
+                     "table.remove(ARGV, 1)}"),
+              1u);
+    EXPECT_LT(s.find(writes ? "if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]))"
+                            : "call('EXISTS', unpack(MK))"),
+              s.find("call('TYPE', KEYS[1])"));
+    // The command runs on the first marker that is a string.
+    EXPECT_LT(s.find("for _, m in ipairs(MK) do"), s.find("ARGV[2] = on"));
+    EXPECT_LT(s.find("ARGV[2] = on"), s.rfind("redis.pcall("));
     EXPECT_EQ(s.find("KEYS[2]"), std::string_view::npos);
   }
   // Only HINCRBY's reply can be an integer beyond what a Lua number holds.
@@ -312,9 +318,9 @@ TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
 
 TEST(KeyScriptsTest, DumpIsRefusedOnAStructureOnly) {
   const auto r = RequestFor({"DUMP", "users"});
-  EXPECT_EQ(
-      r, (std::vector<std::string>{"EVAL_RO", std::string(DumpScript()), "1", "users",
-                                   "{users}:bf:m:users", "{users}:cms:m:users", "DUMP", "users"}));
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(DumpScript()), "1", "users",
+                                         "{users}:bf:m:users", "{users}:cms:m:users",
+                                         "{users}:cf:m:users", "DUMP", "users"}));
   EXPECT_NE(DumpScript().find("{err = '" + std::string(kDumpRefused) + "'}"),
             std::string_view::npos);
   EXPECT_EQ(kDumpRefused.find('\n'), std::string_view::npos);

@@ -72,6 +72,11 @@ TEST(ParseSweepKeyTest, DataKeysAndTheirOwners) {
     EXPECT_TRUE(HasOwner(k, name, "bloomproxy", "", "")) << name;
     ASSERT_TRUE(ParseSweepKey(CmsMarkerKey(p, name), &k)) << name;
     EXPECT_TRUE(HasOwner(k, name, "cms", "", "")) << name;
+    // A cuckoo filter's data keys (sub-filter.key) and marker.
+    ASSERT_TRUE(ParseSweepKey(p + ":cf:" + std::string(kId) + ":3.0", &k)) << name;
+    EXPECT_TRUE(HasOwner(k, name, "cf", kId, "")) << name;
+    ASSERT_TRUE(ParseSweepKey(CfMarkerKey(p, name), &k)) << name;
+    EXPECT_TRUE(HasOwner(k, name, "cf", "", "")) << name;
     // The name itself is no internal key.
     EXPECT_FALSE(ParseSweepKey(name, &k)) << name;
   }
@@ -136,6 +141,9 @@ TEST(ParseSweepKeyTest, AgreesWithIsInternalKey) {
     keys.push_back(MarkerKey(p, name));
     keys.push_back(CmsMarkerKey(p, name));
     keys.push_back(p + ":cms:" + std::string(kId) + ":7");
+    keys.push_back(p + ":cf:" + std::string(kId) + ":0.12");
+    keys.push_back(p + ":cf:" + std::string(kId) + ":0");
+    keys.push_back(CfMarkerKey(p, name));
     keys.push_back(p + ":bf:" + std::string(kId) + ":new");
     keys.push_back(name);
     keys.push_back(MarkerKey("{x}", name));
@@ -170,6 +178,7 @@ TEST(SweepMatchTest, EveryInternalKeyMatches) {
     const std::string p = DataKeyPrefix(name);
     for (const std::string& key :
          {BitsKey(p, kId, 0, 3), CountKey(p, kId, 2), MarkerKey(p, name), CmsMarkerKey(p, name),
+          CfMarkerKey(p, name), p + ":cf:" + std::string(kId) + ":2.1",
           p + ":cms:" + std::string(kId) + ":0", p + ":bf:" + std::string(kId) + ":new",
           BitsKey(p, kId, 1, 0) + ":" + std::string(kId)}) {
       ASSERT_TRUE(protocol::IsInternalKey(key)) << key;
