@@ -323,3 +323,29 @@ def test_cf_mode_forward(mode, proxy):
         c.send(cmd("COMMAND", "INFO", "CF.ADD", "BF.ADD"))
         reply = c.read_reply()
         assert reply[0] is None and reply[1][0] == b"bf.add"
+
+
+def test_watch_of_a_filter_fires_on_its_writes(proxy):
+    """Every CF command that writes writes the name (its counters), as RedisBloom's commands open
+    the key for writing: a WATCH of the name fires on CF.ADD, CF.DEL (found or not) and
+    CF.LOADCHUNK of another client, and not on their reads."""
+    p = proxy()
+    with p.raw() as c, p.raw() as other:
+        assert c.command("CF.ADD", "w", "a") == 1
+        chunk = dump_all(c, "w")
+        for write in (("CF.ADD", "w", "b"), ("CF.DEL", "w", "nothing"), ("CF.COMPACT", "w"),
+                      ("CF.LOADCHUNK", "w", str(chunk[1][0]), chunk[1][1])):
+            assert c.command("WATCH", "w") == b"OK"
+            other.send(cmd(*write))
+            other.read_reply()
+            assert c.command("MULTI") == b"OK"
+            assert c.command("CF.EXISTS", "w", "a") == b"QUEUED"
+            assert c.command("EXEC") is None, write
+        assert c.command("WATCH", "w") == b"OK"
+        for read in (("CF.EXISTS", "w", "a"), ("CF.MEXISTS", "w", "a", "b"), ("CF.COUNT", "w", "a"),
+                     ("CF.INFO", "w"), ("CF.SCANDUMP", "w", "0")):
+            other.send(cmd(*read))
+            other.read_reply()
+        assert c.command("MULTI") == b"OK"
+        assert c.command("CF.COUNT", "w", "a") == b"QUEUED"
+        assert c.command("EXEC") == [1]

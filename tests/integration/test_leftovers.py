@@ -79,7 +79,9 @@ class Upstream:
             for name, fid in ids.items():
                 prefix = name if has_hash_tag(name) else b"{" + name + b"}"
                 if (b":bf:" + fid + b":" in k or b":cms:" + fid + b":" in k
-                        or k in (prefix + b":bf:m:" + name, prefix + b":cms:m:" + name)):
+                        or b":cf:" + fid + b":" in k
+                        or k in (prefix + b":bf:m:" + name, prefix + b":cms:m:" + name,
+                                 prefix + b":cf:m:" + name)):
                     owned.add(k)
         return owned
 
@@ -92,11 +94,14 @@ def make_live(c):
         c.execute_command("BF.MADD", "live:bf", *ITEMS[i:i + 50])
     c.execute_command("CMS.INITBYDIM", "live:cms", "40", "3")
     c.execute_command("CMS.INCRBY", "live:cms", "a", "5", "b", "7")
+    # A cuckoo filter grown to several sub-filters, each over several data keys.
+    c.execute_command("CF.RESERVE", "live:cf", "64", "EXPANSION", "2")
+    c.execute_command("CF.INSERT", "live:cf", "ITEMS", *ITEMS[:200])
     c.execute_command("BF.ADD", "live:again", "x")
     assert c.delete("live:again") == 1
     c.execute_command("BF.RESERVE", "live:again", "0.01", "10")
     c.execute_command("BF.ADD", "live:again", "y")
-    return ["live:bf", "live:cms", "live:again"]
+    return ["live:bf", "live:cms", "live:cf", "live:again"]
 
 
 def check_live(c):
@@ -104,6 +109,7 @@ def check_live(c):
     info = c.execute_command("BF.INFO", "live:bf")
     assert info[info.index(b"Number of filters") + 1] >= 3
     assert c.execute_command("CMS.QUERY", "live:cms", "a", "b", "c") == [5, 7, 0]
+    assert c.execute_command("CF.MEXISTS", "live:cf", *ITEMS[:200]) == [1] * 200
     assert c.execute_command("BF.EXISTS", "live:again", "y") == 1
     assert c.execute_command("BF.EXISTS", "live:again", "x") == 0
 
@@ -124,6 +130,9 @@ def overwrite_all(c, node_of, tag=""):
     c.execute_command("CMS.INITBYDIM", f"v:cms{tag}", "30", "2")
     c.execute_command("CMS.INCRBY", f"v:cms{tag}", "a", "1")
     assert c.set(f"v:cms{tag}", "plain")
+    c.execute_command("CF.RESERVE", f"v:cf{tag}", "64", "EXPANSION", "2")
+    c.execute_command("CF.INSERT", f"v:cf{tag}", "ITEMS", *ITEMS[:200])
+    assert c.set(f"v:cf{tag}", "plain")
     filter_with_items(c, f"v:lua{tag}")
     c.eval("return redis.call('SET', KEYS[1], 'x')", 1, f"v:lua{tag}")
     # RESTORE REPLACE straight on the upstream (as a restore tool would run it).
