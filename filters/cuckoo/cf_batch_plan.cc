@@ -35,8 +35,6 @@
 namespace bloomproxy::filters {
 namespace {
 
-constexpr std::string_view kNoScriptPrefix = "-NOSCRIPT";
-
 // An item's fingerprint and, in a sub-filter of n buckets, its two buckets' bit offsets.
 struct ItemPlace {
   CfItemHash hash;
@@ -108,7 +106,7 @@ class CfBatchPlan : public Plan {
 
   void OnGeneral(StepReplies& r, PlanStep* step) {
     const std::string_view answer = r.size() == 1 ? r.Frame(0) : std::string_view();
-    if (answer.substr(0, kNoScriptPrefix.size()) == kNoScriptPrefix && !body_sent_) {
+    if (IsNoScript(answer) && !body_sent_) {
       return SendGeneral(step, true);
     }
     const redisReply* decoded = r.Get(0);
@@ -167,7 +165,7 @@ class CfBatchPlan : public Plan {
 
   void OnFastInsert(StepReplies& r, PlanStep* step) {
     const std::string_view answer = r.size() == 1 ? r.Frame(0) : std::string_view();
-    if (answer.substr(0, kNoScriptPrefix.size()) == kNoScriptPrefix && !body_sent_) {
+    if (IsNoScript(answer) && !body_sent_) {
       return SendFastInsert(step, true);
     }
     const redisReply* a = r.Get(0);

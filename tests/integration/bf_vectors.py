@@ -37,13 +37,14 @@ def decode_arg(arg):
     raise ValueError(f"unexpected argument in the BF vectors: {arg!r}")
 
 
-def load_cases():
-    """The cases of bf-cases.json joined with bf-expected.json, in file order:
+def load_cases(cases_path=CASES_PATH, expected_path=EXPECTED_PATH):
+    """The cases of a recorded set (bf-cases.json joined with bf-expected.json by default; the
+    CMS and CF sets have the same format), in file order:
     [{"name", "keys": [bytes], "cmds": [[bytes]], "replies": [bytes]}]."""
-    cases = json.loads(CASES_PATH.read_text())
-    expected = json.loads(EXPECTED_PATH.read_text())
+    cases = json.loads(cases_path.read_text())
+    expected = json.loads(expected_path.read_text())
     by_name = {e["name"]: e for e in expected}
-    assert len(by_name) == len(expected), "duplicate case names in bf-expected.json"
+    assert len(by_name) == len(expected), f"duplicate case names in {expected_path.name}"
     out = []
     for case in cases:
         name = case["name"]
@@ -54,7 +55,7 @@ def load_cases():
             f"case {name!r}: {len(cmds)} commands but {len(replies)} expected replies"
         out.append({"name": name, "keys": [decode_arg(k) for k in case["keys"]],
                     "cmds": cmds, "replies": replies})
-    assert len({c["name"] for c in out}) == len(out), "duplicate case names in bf-cases.json"
+    assert len({c["name"] for c in out}) == len(out), f"duplicate case names in {cases_path.name}"
     return out
 
 

@@ -10,11 +10,10 @@ bloomproxy keeps a cuckoo filter in upstream (docs/cuckoo-filters.md):
 Only the Python standard library (plus bp_helpers, bf_vectors and cms_vectors) is used.
 """
 
-import base64
-import json
 import re
 
-from bf_vectors import decode_arg, key_hash_slot, prefix_belongs_to
+from bf_vectors import key_hash_slot, prefix_belongs_to
+from bf_vectors import load_cases as load_bf_format
 from bp_helpers import REPO
 from cms_vectors import check_layout as check_other_layout
 from cms_vectors import cut_case, get_all
@@ -33,22 +32,8 @@ MARKER = b":cf:m:"
 
 
 def load_cases():
-    """The cases of cf-cases.json joined with cf-expected.json, in file order:
-    [{"name", "keys": [bytes], "cmds": [[bytes]], "replies": [bytes]}]."""
-    cases = json.loads(CASES_PATH.read_text())
-    expected = {e["name"]: e for e in json.loads(EXPECTED_PATH.read_text())}
-    out = []
-    for case in cases:
-        name = case["name"]
-        assert name in expected, f"case {name!r} has no expected replies"
-        replies = [base64.b64decode(r) for r in expected[name]["replies"]]
-        cmds = [[decode_arg(a) for a in cmd] for cmd in case["cmds"]]
-        assert len(replies) == len(cmds), \
-            f"case {name!r}: {len(cmds)} commands but {len(replies)} expected replies"
-        out.append({"name": name, "keys": [decode_arg(k) for k in case["keys"]],
-                    "cmds": cmds, "replies": replies})
-    assert len({c["name"] for c in out}) == len(out), "duplicate case names in cf-cases.json"
-    return out
+    """The cases of cf-cases.json joined with cf-expected.json (bf_vectors.load_cases)."""
+    return load_bf_format(CASES_PATH, EXPECTED_PATH)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,16 +10,14 @@ P:bf:m:<name>).
 Only the Python standard library (plus bp_helpers and bf_vectors) is used.
 """
 
-import base64
-import json
 import re
 import socket
 import struct
 import subprocess
 import threading
 
-from bf_vectors import (decode_arg, format_command, key_hash_slot, parse_data_key,
-                        prefix_belongs_to)
+from bf_vectors import format_command, key_hash_slot, parse_data_key, prefix_belongs_to
+from bf_vectors import load_cases as load_bf_format
 from bp_helpers import HOST, REPO, Incomplete, parse_resp
 
 FIXTURES = REPO / "tests" / "fixtures" / "cms"
@@ -41,22 +39,8 @@ M64 = 0xFFFFFFFFFFFFFFFF
 
 
 def load_cases():
-    """The cases of cms-cases.json joined with cms-expected.json, in file order:
-    [{"name", "keys": [bytes], "cmds": [[bytes]], "replies": [bytes]}]."""
-    cases = json.loads(CASES_PATH.read_text())
-    expected = {e["name"]: e for e in json.loads(EXPECTED_PATH.read_text())}
-    out = []
-    for case in cases:
-        name = case["name"]
-        assert name in expected, f"case {name!r} has no expected replies"
-        replies = [base64.b64decode(r) for r in expected[name]["replies"]]
-        cmds = [[decode_arg(a) for a in cmd] for cmd in case["cmds"]]
-        assert len(replies) == len(cmds), \
-            f"case {name!r}: {len(cmds)} commands but {len(replies)} expected replies"
-        out.append({"name": name, "keys": [decode_arg(k) for k in case["keys"]],
-                    "cmds": cmds, "replies": replies})
-    assert len({c["name"] for c in out}) == len(out), "duplicate case names in cms-cases.json"
-    return out
+    """The cases of cms-cases.json joined with cms-expected.json (bf_vectors.load_cases)."""
+    return load_bf_format(CASES_PATH, EXPECTED_PATH)
 
 
 # Where the vectors' commands have their keys.
