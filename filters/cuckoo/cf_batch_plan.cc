@@ -63,8 +63,12 @@ class CfBatchPlan : public Plan {
 
   void Start(PlanStep* step) override {
     meta_ = cache_->Find(key_);
-    if (meta_ != nullptr && meta_->Simple())
+    // (Six arguments per item and sub-filter: a batch near Redis's million arguments a command
+    // goes to the general script, two per item.)
+    if (meta_ != nullptr && meta_->Simple() &&
+        6 * places_.size() * meta_->num_filters <= kMaxFastArgs) {
       return insert_ ? SendFastInsert(step, false) : SendDirectReads(step);
+    }
     SendGeneral(step, false);
   }
 
@@ -81,6 +85,7 @@ class CfBatchPlan : public Plan {
 
  private:
   enum class Phase { kFastInsert, kDirectReads, kGeneral };
+  static constexpr size_t kMaxFastArgs = 600000;
 
   void Finish(PlanStep* step) {
     step->done = true;
