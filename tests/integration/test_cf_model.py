@@ -1,8 +1,8 @@
 """The cuckoo-filter model (cf_model.py) against RedisBloom's recorded vectors, then bloomproxy
 against the model: seeded random CF.* sequences whose every raw reply, and every few commands
 the whole CF.SCANDUMP, must be the model's byte for byte (slot layout, kicks and their undo,
-growth, deletion and compaction), with one data key per sub-filter and with sub-filters split
-over data keys of at most 64 bytes.
+growth, deletion and compaction), alone and inside MULTI, with one data key per sub-filter and
+with sub-filters split over data keys of at most 64 bytes.
 """
 
 import base64
@@ -95,6 +95,21 @@ class Session:
             self.sent += 1
             assert got == want, self.failure(f"{format_command(args)}\n"
                                              f"  model: {shorten(want)}\n  proxy: {shorten(got)}")
+
+    def run_multi(self, batch):
+        """`batch` inside MULTI ... EXEC, all sent at once: EXEC's array holds the model's
+        replies, in order."""
+        want = [model_reply(self.model, args) for args in batch]
+        assert None not in want, f"{self.label}: a command outside the model"
+        expected = ([b"+OK\r\n"] + [b"+QUEUED\r\n"] * len(batch) +
+                    [b"*%d\r\n" % len(batch) + b"".join(want)])
+        self.conn.send(encode_command("MULTI") + b"".join(encode_command(*a) for a in batch) +
+                       encode_command("EXEC"))
+        got = [self.conn.read_reply_raw() for _ in expected]
+        self.history += [[b"MULTI"], *batch, [b"EXEC"]]
+        self.sent += len(expected)
+        assert got == expected, self.failure(f"EXEC\n  model: {shorten(expected[-1])}\n"
+                                             f"  proxy: {shorten(got[-1])}")
 
     def failure(self, what):
         recent = "\n".join("  " + format_command(a) for a in self.history[-15:])
@@ -256,6 +271,23 @@ def test_random_sequences(cfp, redis_instance):
             for name in names:
                 session.check_dump(name)
             check_upstream(direct, session, mode)
+
+
+def test_random_transactions(cfp, redis_instance):
+    """The same random commands by MULTI ... EXEC blocks (CF.* inside a transaction runs as
+    the same scripts, in order)."""
+    mode, bp = cfp
+    seed = 20
+    rng = random.Random(seed)
+    with bp.raw() as conn:
+        session = Session(conn, f"seed {seed}, mode {mode}")
+        names = [b"cft:%d" % k for k in range(3)]
+        for turn in range(60):
+            session.run_multi([next_command(rng, session.model, names, turn % 20 >= 10,
+                                            churn=False) for _ in range(rng.randint(1, 6))])
+        for name in names:
+            session.check_dump(name)
+        check_upstream(redis_instance.client(), session, mode)
 
 
 def load_commands(rng, name, nb, bs, mi, ex, nf, items=None):
