@@ -11,7 +11,8 @@ test_cf_model.test_model_agrees_with_vectors checks the model against every reco
 the other tests can take its replies and SCANDUMP bytes as RedisBloom's.
 
 Outside the model: sub-filters of 2^32 buckets or more (RedisBloom's kick chain and slot offsets
-are 32-bit there), RESP3, MULTI, and key commands other than EXISTS, TYPE, DEL, UNLINK and SET.
+are 32-bit there), RESP3, MULTI's own replies, and key commands other than EXISTS, TYPE, DEL,
+UNLINK and SET.
 An allocation that fails in RedisBloom is modelled by the proxy's stand-in for it: no filter
 holds MAX_BYTES or more bytes of slots (filters/cuckoo/cuckoo.h, kCfMaxBytes).
 
@@ -54,7 +55,6 @@ BAD_CAPACITY = b"-Bad capacity\r\n"
 UNKNOWN_ARGUMENT = b"-Unknown argument received\r\n"
 RESERVE_CAPACITY_RANGE = b"-Capacity must be in the range [2 * BUCKETSIZE, 1073741824]\r\n"
 INSERT_CAPACITY_RANGE = b"-Capacity must be in the range [cf-bucket-size * 2, 1073741824]\r\n"
-END_OF_DUMP = b"*2\r\n:0\r\n$-1\r\n"
 
 
 def next_pow2(x):
@@ -555,8 +555,8 @@ HANDLERS = {b"CF.RESERVE": cmd_reserve, b"CF.ADD": cmd_add, b"CF.ADDNX": cmd_add
 
 
 def key_command_reply(filters, args):
-    """The few key commands whose reply follows from what the model knows: EXISTS, TYPE, DEL,
-    UNLINK (of keys it holds or knows to be free) and SET (the key becomes foreign)."""
+    """The few key commands whose reply follows from what the model knows (a key it does not
+    hold is free): EXISTS, TYPE, DEL, UNLINK, and SET (the key becomes foreign)."""
     name = args[0].upper()
     if name in (b"EXISTS", b"DEL", b"UNLINK") and len(args) >= 2:
         if name == b"EXISTS":
