@@ -94,48 +94,43 @@ def test_key_mapping_is_sound():
 @pytest.mark.parametrize("shards", sorted(SHARD_MODES))
 @pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_standalone_case(index, shards, proxy, redis_instance):
-    case = CASES[index]
+    """The case in RESP2, then again (its keys deleted first) after HELLO 3: RedisBloom's RESP3
+    replies, byte for byte."""
     p = proxy(*SHARD_MODES[shards])
     with p.raw(timeout=30) as conn:
-        problem = replay_case(conn, case)
+        problem = replay_case(conn, CASES[index])
     assert not problem, f"[{shards}] {problem}"
-    standalone_layout(redis_instance, case, f"[{shards}]", 64 if shards == "shards64" else None)
-
-
-@pytest.mark.parametrize("shards", sorted(SHARD_MODES))
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
-def test_standalone_case_resp3(index, shards, proxy, redis_instance):
-    """The case after HELLO 3 on the connection: RedisBloom's RESP3 replies, byte for byte."""
-    case = RESP3_CASES[index]
-    p = proxy(*SHARD_MODES[shards])
+    shard_bytes = 64 if shards == "shards64" else None
+    standalone_layout(redis_instance, CASES[index], f"[{shards}]", shard_bytes)
     with Resp3Conn(p.port, timeout=30) as conn:
         conn.hello(3)
-        problem = replay_case(conn, case)
+        problem = replay_case(conn, RESP3_CASES[index])
     assert not problem, f"[{shards}, RESP3] {problem}"
-    standalone_layout(redis_instance, case, f"[{shards}, RESP3]")
+    standalone_layout(redis_instance, CASES[index], f"[{shards}, RESP3]", shard_bytes)
 
 
-@pytest.mark.parametrize("protocol", (2, 3))
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
-def test_case_command_by_command_in_multi(index, protocol, proxy):
-    """Each CF command of the case alone in MULTI/EXEC: the same reply as EXEC's one element (or
-    Redis's arity refusal when queued, then EXECABORT). The case's own transactions and its
-    COMMAND GETKEYS are left out."""
-    cases = CASES if protocol == 2 else RESP3_CASES
-    case = cases[index]
+def in_multi_alone(case):
+    """`case` without its own transactions (and what follows the first) and its COMMAND GETKEYS."""
     keep = [i for i, a in enumerate(case["cmds"])
             if a[0].upper() not in TRANSACTIONS and not names_a_key(a)]
     in_multi = {i for i, a in enumerate(case["cmds"]) if a[0].upper() == b"MULTI"}
     if in_multi:
         keep = [i for i in keep if i < min(in_multi)]
-    case = dict(case, cmds=[case["cmds"][i] for i in keep],
+    return dict(case, cmds=[case["cmds"][i] for i in keep],
                 replies=[case["replies"][i] for i in keep])
+
+
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
+def test_case_command_by_command_in_multi(index, proxy):
+    """Each CF command of the case alone in MULTI/EXEC, in RESP2 and after HELLO 3: the same reply
+    as EXEC's one element (or Redis's arity refusal when queued, then EXECABORT)."""
     p = proxy()
-    with Resp3Conn(p.port, timeout=30) as conn:
-        if protocol == 3:
-            conn.hello(3)
-        problem = replay_in_multi(conn, case)
-    assert not problem, f"[RESP{protocol}] {problem}"
+    for protocol, cases in ((2, CASES), (3, RESP3_CASES)):
+        with Resp3Conn(p.port, timeout=30) as conn:
+            if protocol == 3:
+                conn.hello(3)
+            problem = replay_in_multi(conn, in_multi_alone(cases[index]))
+        assert not problem, f"[RESP{protocol}] {problem}"
 
 
 # ---------------------------------------------------------------------------------------------
