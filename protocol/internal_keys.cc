@@ -81,8 +81,8 @@ bool IsMarker(std::string_view key, std::string_view infix) {
   return false;
 }
 
-// The suffix of a data key holds no ":bf:", ":cms:" or ":cf:" (ids are hex, the rest digits), so the
-// last occurrence is the only split that can match.
+// The suffix of a data key holds no ":bf:", ":cms:" or ":cf:" (ids are hex, the rest digits), so
+// the last occurrence is the only split that can match.
 bool IsDataKey(std::string_view key, std::string_view infix, bool (*suffix_ok)(std::string_view)) {
   const size_t at = key.rfind(infix);
   return at != std::string_view::npos && suffix_ok(key.substr(at + infix.size())) &&
