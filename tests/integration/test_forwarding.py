@@ -70,12 +70,15 @@ BF_NAMES = (b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists", b"
             b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk")
 CMS_NAMES = (b"cms.initbydim", b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge",
              b"cms.info")
-BF_COMMANDS = len(BF_NAMES) + len(CMS_NAMES)
+CF_NAMES = (b"cf.reserve", b"cf.add", b"cf.addnx", b"cf.insert", b"cf.insertnx", b"cf.exists",
+            b"cf.mexists", b"cf.count", b"cf.del", b"cf.compact", b"cf.scandump", b"cf.loadchunk",
+            b"cf.info", b"cf.debug")
+BF_COMMANDS = len(BF_NAMES) + len(CMS_NAMES) + len(CF_NAMES)
 
 
 def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
-    """The upstream's COMMAND table, byte for byte, followed by the BF.* and CMS.* entries the
-    proxy answers itself (bf-mode and cms-mode emulate, the default)."""
+    """The upstream's COMMAND table, byte for byte, followed by the BF.*, CMS.* and CF.* entries
+    the proxy answers itself (bf-mode, cms-mode and cf-mode emulate, the default)."""
     (direct,) = replies_of(redis_instance.port, cmd("COMMAND"), 1)
     (via_proxy,) = replies_of(bp.port, cmd("COMMAND"), 1)
     header_end = direct.index(b"\r\n") + 2
@@ -84,7 +87,7 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
     assert via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)):].startswith(
         direct[header_end:])
     extra = via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)) + len(direct) - header_end:]
-    for name in BF_NAMES + CMS_NAMES:
+    for name in BF_NAMES + CMS_NAMES + CF_NAMES:
         assert b"$%d\r\n%s\r\n" % (len(name), name) in extra
     (count,) = replies_of(bp.port, cmd("COMMAND", "COUNT"), 1)
     assert count == b":%d\r\n" % (upstream_count + BF_COMMANDS)
@@ -93,15 +96,16 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
 
 
 def test_command_table_is_upstreams_in_forward_mode(proxy, redis_instance):
-    p = proxy("--bf-mode", "forward", "--cms-mode", "forward")
+    p = proxy("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward")
     for payload in (cmd("COMMAND"), cmd("COMMAND", "COUNT"), cmd("COMMAND", "DOCS", "get")):
         assert replies_of(p.port, payload, 1) == replies_of(redis_instance.port, payload, 1)
 
 
 def test_command_table_adds_only_the_emulated_family(proxy, redis_instance):
     (direct,) = replies_of(redis_instance.port, cmd("COMMAND", "COUNT"), 1)
-    for args, names, absent in ((("--bf-mode", "forward"), CMS_NAMES, BF_NAMES),
-                                (("--cms-mode", "forward"), BF_NAMES, CMS_NAMES)):
+    for args, names, absent in ((("--bf-mode", "forward"), CMS_NAMES + CF_NAMES, BF_NAMES),
+                                (("--cms-mode", "forward"), BF_NAMES + CF_NAMES, CMS_NAMES),
+                                (("--cf-mode", "forward"), BF_NAMES + CMS_NAMES, CF_NAMES)):
         p = proxy(*args)
         (count,) = replies_of(p.port, cmd("COMMAND", "COUNT"), 1)
         assert int(count[1:-2]) == int(direct[1:-2]) + len(names), args
