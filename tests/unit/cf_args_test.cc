@@ -110,12 +110,16 @@ TEST(CfArgs, ReserveOptionsAnywhereAndInOrder) {
 
 TEST(CfArgs, InsertByFirstLetter) {
   CfRequest req;
-  ASSERT_EQ(ErrorOf({"CF.INSERT", "k", "cap", "100", "nocreate", "items", "a", "b"}, &req), "");
+  // The items are views into the arguments, so the arguments outlive the checks.
+  const std::vector<std::string> insert{"CF.INSERT", "k",     "cap", "100",
+                                        "nocreate",  "items", "a",   "b"};
+  ASSERT_EQ(ErrorOf(insert, &req), "");
   EXPECT_EQ(req.capacity, 100u);
   EXPECT_TRUE(req.nocreate);
   EXPECT_EQ(req.items, (std::vector<std::string_view>{"a", "b"}));
   // Items start after the first word beginning with i; what follows is items, whatever it is.
-  ASSERT_EQ(ErrorOf({"CF.INSERTNX", "k", "I", "CAPACITY", "10"}, &req), "");
+  const std::vector<std::string> insert_nx{"CF.INSERTNX", "k", "I", "CAPACITY", "10"};
+  ASSERT_EQ(ErrorOf(insert_nx, &req), "");
   EXPECT_EQ(req.items, (std::vector<std::string_view>{"CAPACITY", "10"}));
   EXPECT_TRUE(req.Nx());
   // The last CAPACITY wins; each is checked where it stands.
