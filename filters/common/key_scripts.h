@@ -7,9 +7,9 @@
 //              MOVE, RESTORE (REPLACE removes every key of the structure it replaces),
 //              MEMORY USAGE (the sum over its keys), OBJECT IDLETIME / FREQ (its data keys'
 //              and marker's least idle time, highest frequency)
-//   answered   TYPE (MBbloom-- / CMSk-TYPE / MBbloomCF), OBJECT ENCODING (raw), COPY (RedisBloom's
-//   "not
-//              supported for this module key"), DUMP (not supported: kDumpRefused)
+//   answered   TYPE (MBbloom-- / CMSk-TYPE / MBbloomCF), OBJECT ENCODING (raw),
+//              COPY (RedisBloom's "not supported for this module key"),
+//              DUMP (not supported: kDumpRefused)
 //   WRONGTYPE  every hash command (HGET, HSET, ... HSCAN), as on a module key
 //
 // Each runs as one Lua script (filters/common/key_<command>.lua, embedded at build time) that

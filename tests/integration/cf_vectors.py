@@ -22,6 +22,9 @@ FIXTURES = REPO / "tests" / "fixtures" / "cf"
 CASES_PATH = FIXTURES / "cf-cases.json"
 EXPECTED_PATH = FIXTURES / "cf-expected.json"
 
+CF_COMMANDS = ("cf.reserve", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.exists",
+               "cf.mexists", "cf.count", "cf.del", "cf.compact", "cf.scandump", "cf.loadchunk",
+               "cf.info", "cf.debug")
 CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 TWO_KEYS = {b"RENAME", b"RENAMENX", b"COPY"}

@@ -8,14 +8,12 @@ import time
 from bf_vectors import (BF_COMMANDS, MAX_DUMP_CHUNK, ModelFilter, chain_links, data_keys_of,
                         info_reply, info_size, link_geometry, parse_info, run_commands,
                         upstream_keys)
+from cf_vectors import CF_COMMANDS
 from bp_helpers import compare_with_redis, encode_command as cmd, parse_resp, replies_of
 
 
 CMS_COMMANDS = ("cms.initbydim", "cms.initbyprob", "cms.incrby", "cms.query", "cms.merge",
                 "cms.info")
-CF_COMMANDS = ("cf.reserve", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.exists",
-               "cf.mexists", "cf.count", "cf.del", "cf.compact", "cf.scandump", "cf.loadchunk",
-               "cf.info", "cf.debug")
 
 
 def command_entries(port):

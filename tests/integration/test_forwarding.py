@@ -3,6 +3,7 @@ sends them; inline commands; binary-safe keys and values; order of replies when 
 pinned and locally answered commands are pipelined together."""
 
 from bp_helpers import compare_with_redis, encode_command as cmd, replies_of
+from cf_vectors import CF_COMMANDS
 
 
 def test_errors_are_forwarded_byte_exact(bp, redis_instance):
@@ -70,9 +71,7 @@ BF_NAMES = (b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists", b"
             b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk")
 CMS_NAMES = (b"cms.initbydim", b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge",
              b"cms.info")
-CF_NAMES = (b"cf.reserve", b"cf.add", b"cf.addnx", b"cf.insert", b"cf.insertnx", b"cf.exists",
-            b"cf.mexists", b"cf.count", b"cf.del", b"cf.compact", b"cf.scandump", b"cf.loadchunk",
-            b"cf.info", b"cf.debug")
+CF_NAMES = tuple(name.encode() for name in CF_COMMANDS)
 BF_COMMANDS = len(BF_NAMES) + len(CMS_NAMES) + len(CF_NAMES)
 
 
