@@ -6,6 +6,7 @@
 #include "protocol/encoder.h"
 #include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
+#include "protocol/monitor_line.h"
 
 namespace bloomproxy::filters {
 namespace {
@@ -157,6 +158,8 @@ bool ParseSweepKey(std::string_view key, SweepKey* out) {
 
 std::string_view SweepScript() { return lua::kSweep.body; }
 
+std::string_view SweepScriptSha1() { return lua::kSweep.sha1; }
+
 void AppendSweepLoad(std::string* out) {
   protocol::AppendCommand(out, std::vector<std::string_view>{"SCRIPT", "LOAD", lua::kSweep.body});
 }
@@ -236,6 +239,31 @@ void AppendSweepLock(std::string* out, std::string_view owner, uint64_t ttl_ms) 
   const std::string ttl = std::to_string(ttl_ms);
   protocol::AppendCommand(out, std::vector<std::string_view>{"EVAL", lua::kSweepLock.body, "1",
                                                              kSweepLockKey, owner, ttl});
+}
+
+SweepTrace RecogniseSweep(const std::vector<std::string>& args) {
+  using protocol::IsCommandName;
+  if (args.empty()) return SweepTrace::kNone;
+  const std::string& name = args[0];
+  const bool eval = IsCommandName(name, "eval") || IsCommandName(name, "eval_ro");
+  const bool evalsha = IsCommandName(name, "evalsha") || IsCommandName(name, "evalsha_ro");
+  if ((eval || evalsha) && args.size() >= 4 && args[2] == "1" && args[3] == kSweepLockKey) {
+    return SweepTrace::kLock;
+  }
+  if ((eval && args.size() >= 2 && args[1] == lua::kSweep.body) ||
+      (evalsha && args.size() >= 2 && IsCommandName(args[1], lua::kSweep.sha1))) {
+    return SweepTrace::kPass;
+  }
+  if (IsCommandName(name, "script") && args.size() == 3 && IsCommandName(args[1], "load") &&
+      args[2] == lua::kSweep.body) {
+    return SweepTrace::kPass;
+  }
+  if (IsCommandName(name, "scan")) {
+    for (size_t i = 2; i + 1 < args.size(); i += 2) {
+      if (IsCommandName(args[i], "match") && args[i + 1] == kSweepMatch) return SweepTrace::kPass;
+    }
+  }
+  return SweepTrace::kNone;
 }
 
 }  // namespace bloomproxy::filters

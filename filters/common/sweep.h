@@ -71,8 +71,9 @@ struct SweepEntry {
   bool remove = false;
 };
 
-// The check-and-delete script, filters/common/sweep.lua (documented there).
+// The check-and-delete script, filters/common/sweep.lua (documented there), and its SHA1.
 std::string_view SweepScript();
+std::string_view SweepScriptSha1();
 
 // Appends EVALSHA `sha` (of SweepScript(), as SCRIPT LOAD answered it) for `entries`: in
 // Redis Cluster every key and owner of one call must be in one slot (an internal key is
@@ -97,5 +98,16 @@ std::vector<int> KeyspaceDatabases(std::string_view info);
 // caller holds the lock now, 0 when another proxy does.
 inline constexpr std::string_view kSweepLockKey = "bloomproxy:sweep-lock";
 void AppendSweepLock(std::string* out, std::string_view owner, uint64_t ttl_ms);
+
+// What a sweep's command (any bloomproxy's, also another process's) is, from its arguments as
+// a MONITOR line shows them (proxy/monitor_filter.h hides them from clients' MONITORs):
+enum class SweepTrace : uint8_t {
+  kNone,
+  kLock,  // the lock's EVAL (or EVALSHA): its one key is kSweepLockKey. It goes on a connection
+          // that carries clients' commands too
+  kPass,  // a pass's SCRIPT LOAD or EVAL(SHA) of the check script, or SCAN ... MATCH kSweepMatch:
+          // its connection carries nothing but the pass
+};
+SweepTrace RecogniseSweep(const std::vector<std::string>& args);
 
 }  // namespace bloomproxy::filters

@@ -11,6 +11,7 @@
 #include "filters/bloom/bf_meta.h"
 #include "filters/cms/cms_meta.h"
 #include "filters/common/key_layout.h"
+#include "protocol/encoder.h"
 #include "protocol/internal_keys.h"
 #include "protocol/key_slot.h"
 #include "protocol/reply_decoder.h"
@@ -247,6 +248,36 @@ TEST(SweepRequestTest, ScriptLoadAndLock) {
   EXPECT_EQ(l[4], "me");
   EXPECT_EQ(l[5], "180000");
   EXPECT_NE(l[1].find("'PX'"), std::string::npos);
+}
+
+// Any proxy's sweep is known by its commands (a MONITOR's filter hides them): what this proxy
+// sends, in any case, and nothing else.
+TEST(SweepTraceTest, RecognisesTheSweepsCommands) {
+  std::string lock, load, scan, check;
+  AppendSweepLock(&lock, "me", 180000);
+  AppendSweepLoad(&load);
+  protocol::AppendCommand(
+      &scan, std::vector<std::string_view>{"SCAN", "0", "MATCH", kSweepMatch, "COUNT", "100"});
+  const SweepKey parsed;
+  AppendSweepRequest(&check, SweepScriptSha1(), {{"{a}:bf:0123456789abcdef:new", &parsed, true}});
+  EXPECT_EQ(RecogniseSweep(Args(lock)), SweepTrace::kLock);
+  EXPECT_EQ(RecogniseSweep(Args(load)), SweepTrace::kPass);
+  EXPECT_EQ(RecogniseSweep(Args(scan)), SweepTrace::kPass);
+  EXPECT_EQ(RecogniseSweep(Args(check)), SweepTrace::kPass);
+  EXPECT_EQ(RecogniseSweep({"evalsha", "abc", "1", std::string(kSweepLockKey), "o", "1"}),
+            SweepTrace::kLock);
+  EXPECT_EQ(RecogniseSweep({"scan", "0", "match", std::string(kSweepMatch)}), SweepTrace::kPass);
+  for (const std::vector<std::string>& other :
+       std::vector<std::vector<std::string>>{{},
+                                             {"GET", std::string(kSweepLockKey)},
+                                             {"EVAL", "return 1", "0"},
+                                             {"EVAL", "return 1", "1", "other-key"},
+                                             {"SCAN", "0", "MATCH", "user:*"},
+                                             {"SCAN", "0", "COUNT", std::string(kSweepMatch)},
+                                             {"SCRIPT", "LOAD", "return 1"},
+                                             {"KEYS", std::string(kSweepMatch)}}) {
+    EXPECT_EQ(RecogniseSweep(other), SweepTrace::kNone) << (other.empty() ? "" : other[0]);
+  }
 }
 
 TEST(SweepReplyTest, Verdicts) {
