@@ -35,6 +35,7 @@ namespace bloomproxy::proxy {
 
 class Client;
 class CommandAcl;
+class MonitorFilter;
 class PlanRunner;
 class ReplySink;
 class Server;
@@ -610,6 +611,8 @@ class Client {
   int subscribing_ = 0;      // (P|S)SUBSCRIBE commands upstream
   bool watching_ = false;    // WATCH sent, not yet ended by EXEC/DISCARD/UNWATCH
   bool monitor_ = false;
+  // What of the monitor's lines its client sees (the proxy's own traffic is hidden).
+  std::shared_ptr<MonitorFilter> monitor_filter_;
   bool tracking_ = false;
   bool no_evict_ = false;           // CLIENT NO-EVICT on
   bool readonly_ = false;           // READONLY

@@ -178,6 +178,7 @@ void ClusterRouter::Refresh(uint64_t now) {
     auto* p = new Pending;
     p->hook = Hook::kClusterSlots;
     conn->Send(kClusterSlots, p);
+    conn->NoteOwnCommand({"CLUSTER", "SLOTS"});
     refreshing_ = true;
     refresh_started_ms_ = now;
     return;

@@ -574,6 +574,7 @@ Client::Dispatched Client::SendUpstream(const Command& cmd, Outgoing& out) {
     // taken for it has not written yet, so it runs a command first, which brings its write
     // offset to the server's (this client's earlier writes are in: it waited for them).
     target->Send(std::string_view("*1\r\n$4\r\nPING\r\n"), new Pending);
+    target->NoteOwnCommand({"PING"});
   }
   if (out.effect == Effect::kWatch && !in_multi_ && server_->emulated() != 0 &&
       cmd.args.size() > 1) {

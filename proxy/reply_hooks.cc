@@ -14,6 +14,8 @@
 #include "proxy/activity.h"
 #include "proxy/client.h"
 #include "proxy/local_latency.h"
+#include "proxy/monitor_filter.h"
+#include "proxy/own_connections.h"
 #include "proxy/server.h"
 #include "proxy/upstream.h"
 
@@ -177,6 +179,12 @@ void Client::ApplyStateReply(Hook hook, int64_t arg, uint8_t sub_kind, std::stri
       break;
     case Hook::kMonitor:
       monitor_ = ok;
+      if (ok && pinned_ != nullptr) {
+        // What the proxy sends for itself from now on is known as its own.
+        OwnConnections& own = OwnConnections::Global();
+        monitor_filter_ = std::make_shared<MonitorFilter>(&own, pinned_->upstream_key(),
+                                                          pinned_->local_address(), own.Now());
+      }
       break;
     case Hook::kTracking:
       if (ok) {
@@ -239,8 +247,11 @@ bool Client::OnPush(UpstreamConn* conn, std::string_view frame) {
   if (conn != pinned_) return false;
   if (monitor_ && frame.size() > 1 && frame[0] == '+' &&
       std::isdigit(static_cast<unsigned char>(frame[1]))) {
-    // MONITOR output is an ordinary reply for Redis: CLIENT REPLY OFF drops it.
-    if (!reply_off_) Append(frame);
+    // The proxy's own traffic is taken out (proxy/monitor_filter.h). MONITOR output is an
+    // ordinary reply for Redis: CLIENT REPLY OFF drops it.
+    const bool shows =
+        monitor_filter_ == nullptr || monitor_filter_->Shows(frame, server_->NowMs());
+    if (shows && !reply_off_) Append(frame);
     return true;
   }
   if (!frame.empty() && frame[0] == '>') {

@@ -53,7 +53,10 @@ void SplitRequest::Send(uint32_t i) {
   }
   UpstreamConn* conn = part.pool->AcquirePinned(nullptr, flavor_);
   conns_[i] = conn;
-  if (part.up_to_date) conn->Send(kPing, new Pending);
+  if (part.up_to_date) {
+    conn->Send(kPing, new Pending);
+    conn->NoteOwnCommand({"PING"});
+  }
   conn->Send(std::string_view(part.request), p);
 }
 

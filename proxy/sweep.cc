@@ -118,13 +118,12 @@ void Sweep::StartPass() {
   MaybeEndPass();
 }
 
-// A connection of its own: SELECT and CLIENT NO-TOUCH must not reach anyone else's commands
-// (it is marked dirty, so it is closed, not pooled, once released).
+// A new connection of its own: SELECT and CLIENT NO-TOUCH must not reach anyone else's
+// commands, and clients' MONITORs do not show a background connection (proxy/monitor_filter.h).
 void Sweep::StartNode(size_t i) {
   Node& node = nodes_[i];
   if (!node.pool->Reachable()) return Fail(i, "unreachable");
-  UpstreamConn* conn = node.pool->AcquirePinned(nullptr);
-  conn->mark_dirty();
+  UpstreamConn* conn = node.pool->OpenBackground();
   node.conn = UpstreamRef(conn);
   // Reading an owner's hash would move its LRU/LFU clock; Redis 7.2 has a switch against it.
   Send(i, Command({"CLIENT", "NO-TOUCH", "ON"}), Expect::kIgnore);
@@ -319,8 +318,8 @@ void Sweep::FinishNode(size_t i) {
   if (node.conn.open()) {
     UpstreamConn* conn = node.conn.conn;
     node.conn = UpstreamRef();
-    // Dirty: closed, not pooled. What it still owes is answered with errors, and ignored.
-    conn->pool()->ReleasePinned(conn);
+    // What it still owes is answered with errors, and ignored.
+    conn->Close("sweep pass done");
   }
   MaybeEndPass();
 }

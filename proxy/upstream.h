@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -84,9 +85,10 @@ class UpstreamConn {
  public:
   enum class State { kConnecting, kReady, kClosed };
   enum class Kind {
-    kShared,  // multiplexed, owned by a pool slot
-    kPinned,  // one client's (pool of idle ones)
-    kProbe,   // the pool's liveness check: PING on a fresh connection (CheckTimeouts)
+    kShared,      // multiplexed, owned by a pool slot
+    kPinned,      // one client's (pool of idle ones)
+    kProbe,       // the pool's liveness check: PING on a fresh connection (CheckTimeouts)
+    kBackground,  // the proxy's own work (a sweep pass), never pooled
   };
 
   // Starts connecting at once, to `pool`'s address, as Server::flavor(flavor).
@@ -138,6 +140,12 @@ class UpstreamConn {
     out_.ReleaseIfIdle();
   }
 
+  // The upstream's name in OwnConnections: its resolved address ("127.0.0.1:6379").
+  std::string upstream_key() const;
+  // Records in OwnConnections a command the proxy sends for itself on a connection that carries
+  // clients' commands (the PING before WAIT, CLUSTER SLOTS): clients' MONITORs do not show it.
+  void NoteOwnCommand(std::initializer_list<std::string_view> args);
+
   // This end's address as the upstream's CLIENT LIST shows it ("addr=" of this connection):
   // "127.0.0.1:40000", "[::1]:40000"; empty for a Unix socket or before the connection is made.
   const std::string& local_address() const { return local_address_; }
@@ -183,6 +191,8 @@ class UpstreamConn {
   static void OnConnectTimeout(uv_timer_t* t);
 
   void StartHandshake();
+  // Enters the connection in OwnConnections (once connected over TCP).
+  void Register();
   // A request was appended to the output: `slot` (if any) waits for its reply.
   void Queued(Pending* slot);
   // Publishes the owner's entry in the PinRegistry (address and id as known now).
@@ -209,6 +219,7 @@ class UpstreamConn {
   std::string close_when_idle_;  // CloseWhenIdle's reason, until it closes
   int64_t redis_client_id_ = 0;
   std::string local_address_;
+  uint64_t own_id_ = 0;        // in OwnConnections, once registered
   std::string upstream_name_;  // the name the upstream knows this connection by (SyncName)
   bool flush_queued_ = false;
   int open_handles_ = 0;
@@ -257,6 +268,8 @@ class UpstreamPool {
   // A connection of `flavor` for one client's exclusive use (idle one from the pool, or a new
   // one).
   UpstreamConn* AcquirePinned(Client* owner, uint16_t flavor = 0);
+  // A new connection for the proxy's own background work (Kind::kBackground), to Close when done.
+  UpstreamConn* OpenBackground();
   // Returns a pinned connection: kept for reuse when clean and idle, closed otherwise.
   void ReleasePinned(UpstreamConn* conn);
 

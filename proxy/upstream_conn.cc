@@ -9,11 +9,13 @@
 #include "protocol/cluster_map.h"
 #include "protocol/encoder.h"
 #include "protocol/errors.h"
+#include "protocol/monitor_line.h"
 #include "protocol/request_parser.h"
 #include "protocol/resp3.h"
 #include "proxy/client.h"
 #include "proxy/cluster_router.h"
 #include "proxy/log.h"
+#include "proxy/own_connections.h"
 #include "proxy/pin_registry.h"
 #include "proxy/plan_runner.h"
 #include "proxy/server.h"
@@ -179,6 +181,7 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
     int len = sizeof(ss);
     if (uv_tcp_getsockname(&self->sock_.tcp, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
       self->local_address_ = FormatAddress(ss);
+      self->Register();
       self->PublishOwner();
     }
   }
@@ -200,7 +203,7 @@ void UpstreamConn::OnConnect(uv_connect_t* req, int status) {
       return;
     }
   }
-  static constexpr const char* kKinds[] = {"shared", "pinned", "probe"};
+  static constexpr const char* kKinds[] = {"shared", "pinned", "probe", "background"};
   LOG_VERBOSE_F({{"upstream", self->pool_->address().text}, {"upstream_conn", self->id_}},
                 "upstream connection %llu to %s established (%s)",
                 static_cast<unsigned long long>(self->id_), HostOf(self->pool_->address()).c_str(),
@@ -214,53 +217,35 @@ void UpstreamConn::StartHandshake() {
   // The handshake goes in front of anything queued while connecting.
   std::string bytes;
   std::vector<Pending*> slots;
+  auto add = [&](std::initializer_list<std::string_view> args, Hook hook) {
+    protocol::AppendCommand(&bytes, args);
+    NoteOwnCommand(args);
+    slots.push_back(new Pending);
+    slots.back()->hook = hook;
+  };
   const conf::Options& o = server_->options();
   const ConnFlavor& flavor = server_->flavor(flavor_);
   const std::string& user = flavor.client_user ? flavor.user : o.upstream_user;
   const std::string& password = flavor.client_user ? flavor.password : o.upstream_password;
-  if (!password.empty()) {
-    if (user.empty()) {
-      protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"AUTH", password});
-    } else {
-      protocol::AppendCommand(&bytes,
-                              std::initializer_list<std::string_view>{"AUTH", user, password});
-    }
-    auto* p = new Pending;
-    p->hook = Hook::kAuthUpstream;
-    slots.push_back(p);
-  }
+  if (!password.empty() && user.empty()) add({"AUTH", password}, Hook::kAuthUpstream);
+  if (!password.empty() && !user.empty()) add({"AUTH", user, password}, Hook::kAuthUpstream);
   // A sharding proxy refuses INFO and CLIENT (closing the connection): nothing is asked.
   const bool sharding = server_->sharding_proxy();
+  const bool background = kind_ == Kind::kProbe || kind_ == Kind::kBackground;
+  // Named, so that other proxies take its lines out of their clients' MONITORs too.
+  if (background && !sharding) add({"CLIENT", "SETNAME", kBackgroundName}, Hook::kNone);
   if (kind_ == Kind::kShared && !sharding) {
-    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"INFO", "server"});
-    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"INFO", "replication"});
-    for (int i = 0; i < 2; ++i) {
-      auto* p = new Pending;
-      p->hook = Hook::kServerInfo;
-      slots.push_back(p);
-    }
+    add({"INFO", "server"}, Hook::kServerInfo);
+    add({"INFO", "replication"}, Hook::kServerInfo);
   }
-  if (kind_ == Kind::kShared && sharding) {
-    // Something it answers, so that the connection is known to work (/readyz).
-    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"PING"});
-    auto* p = new Pending;
-    p->hook = Hook::kNone;
-    slots.push_back(p);
-  }
+  // Something a sharding proxy answers, so that the connection is known to work (/readyz).
+  if (kind_ == Kind::kShared && sharding) add({"PING"}, Hook::kNone);
+  // Over TCP the id is looked up in CLIENT LIST when needed (see set_redis_client_id).
   if (kind_ == Kind::kPinned && pool_->address().is_unix && !sharding) {
-    // Over TCP the id is looked up in CLIENT LIST when needed (see set_redis_client_id).
-    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"CLIENT", "ID"});
-    auto* p = new Pending;
-    p->hook = Hook::kUpstreamId;
-    slots.push_back(p);
+    add({"CLIENT", "ID"}, Hook::kUpstreamId);
   }
-  if (flavor.resp == protocol::Resp::k3) {
-    // Last, so that the replies read above are RESP2 ones; everything after it is RESP3.
-    protocol::AppendCommand(&bytes, std::initializer_list<std::string_view>{"HELLO", "3"});
-    auto* p = new Pending;
-    p->hook = Hook::kHelloUpstream;
-    slots.push_back(p);
-  }
+  // Last, so that the replies read above are RESP2 ones; everything after it is RESP3.
+  if (flavor.resp == protocol::Resp::k3) add({"HELLO", "3"}, Hook::kHelloUpstream);
   if (slots.empty()) return;
   out_.pending().insert(0, bytes);
   for (auto it = slots.rbegin(); it != slots.rend(); ++it) {
@@ -268,6 +253,25 @@ void UpstreamConn::StartHandshake() {
     (*it)->sent_ms = server_->NowMs();  // the stall check counts from here
     inflight_.push_front(*it);
   }
+}
+
+std::string UpstreamConn::upstream_key() const {
+  const UpstreamAddress& a = pool_->address();
+  return a.is_unix ? "unix:" + a.path : FormatAddress(a.addr);
+}
+
+void UpstreamConn::Register() {
+  if (own_id_ != 0 || local_address_.empty()) return;
+  const bool background = kind_ == Kind::kProbe || kind_ == Kind::kBackground;
+  own_id_ = OwnConnections::Global().Opened(
+      upstream_key(), local_address_,
+      background ? OwnConnections::Role::kBackground : OwnConnections::Role::kClients);
+}
+
+void UpstreamConn::NoteOwnCommand(std::initializer_list<std::string_view> args) {
+  // A background connection's lines are all hidden: nothing to record.
+  if (own_id_ == 0 || kind_ == Kind::kProbe || kind_ == Kind::kBackground) return;
+  OwnConnections::Global().Sent(own_id_, protocol::MonitorArgs(args));
 }
 
 void UpstreamConn::Send(std::string_view request_bytes, Pending* slot) {
@@ -569,6 +573,7 @@ void UpstreamConn::Close(const std::string& reason) {
           : protocol::errors::UpstreamUnavailable(HostOf(pool_->address()) + ": " + reason);
   fate_->closed = true;
   fate_->reply = reply;
+  if (own_id_ != 0) OwnConnections::Global().Closed(own_id_);
   FailAll(reply);
   pool_->OnConnClosed(this);
   out_.Clear();

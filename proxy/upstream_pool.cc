@@ -97,6 +97,10 @@ UpstreamConn* UpstreamPool::AcquirePinned(Client* owner, uint16_t flavor) {
   return conn;
 }
 
+UpstreamConn* UpstreamPool::OpenBackground() {
+  return new UpstreamConn(this, UpstreamConn::Kind::kBackground);
+}
+
 void UpstreamPool::ReleasePinned(UpstreamConn* conn) {
   if (conn->in_use_ && pinned_in_use_ > 0) --pinned_in_use_;
   conn->in_use_ = false;
