@@ -53,20 +53,23 @@ bool MonitorFilter::Hides(const protocol::MonitorLine& line, uint64_t now_ms) {
 }
 
 bool MonitorFilter::HidesOwn(const protocol::MonitorLine& line) {
+  // Commands at or before the cursor are behind. A new connection at the same address (after the
+  // old one closed) sent all of its own after them: the cursor holds for it too.
+  auto it = own_.find(std::string(line.sender));
+  const uint64_t after = it != own_.end() ? it->second.cursor : since_;
   OwnConnections::Sender sender;
-  if (!registry_->Find(upstream_, line.sender, since_, &sender)) return false;
+  if (!registry_->Find(upstream_, line.sender, after, &sender)) return false;
   if (sender.role == OwnConnections::Role::kBackground) return true;
   if (IsClientSubcommand(line, "setname") || IsClientSubcommand(line, "id")) return true;
   if (sender.sent.empty()) return false;
-  auto it = own_.find(std::string(line.sender));
   if (it == own_.end() || it->second.id != sender.id) {
     if (own_.size() >= kMaxSenders) own_.clear();
-    it = own_.insert_or_assign(std::string(line.sender), Own{sender.id, since_}).first;
+    it = own_.insert_or_assign(std::string(line.sender), Own{sender.id, after}).first;
   }
   // The proxy's commands run on their connection in the order sent: the line is the first of
   // those not yet behind that it equals (any before it did not show, say refused).
   for (const OwnConnections::Command& c : sender.sent) {
-    if (c.seq <= it->second.cursor || c.args.size() != line.argc) continue;
+    if (c.args.size() != line.argc) continue;
     if (c.args == line.args) {
       it->second.cursor = c.seq;
       return true;
