@@ -80,9 +80,10 @@ SWEEP_WORDS = ("sweep-lock", "SCAN", "SCRIPT", "EVALSHA", "bloomproxy:background
 
 def test_monitor_hides_every_proxys_sweep(proxy, redis_instance):
     """Two proxies sweep every second (one holds the lock and runs passes, both renew or try
-    it): neither's MONITOR shows any of it, while Redis's own MONITOR does."""
+    it): neither's MONITOR shows any of it, while Redis's own MONITOR does. One proxy runs two
+    threads: each sweeps, and a MONITOR hides the other thread's connections too."""
     sweep = ("--sweep-interval", "1", "--sweep-grace", "1")
-    p1, p2 = proxy(*sweep), proxy(*sweep)
+    p1, p2 = proxy(*sweep, "--threads", "2"), proxy(*sweep)
     with RawConn(p1.port) as c:
         assert c.command("BF.RESERVE", "swept", "0.01", "100") == b"OK"  # internal keys to scan
         assert c.command("BF.ADD", "swept", "x") == 1
