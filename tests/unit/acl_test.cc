@@ -1,5 +1,5 @@
-// Per-user command rules (proxy/acl.h): order, subcommands, @all, and name checks.
-#include "proxy/acl.h"
+// Per-user command rules (proxy/client/acl.h): order, subcommands, @all, and name checks.
+#include "proxy/client/acl.h"
 
 #include <gtest/gtest.h>
 
