@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +88,27 @@ TEST(BfDebugText, CapacityIsPrintedWithPercentU) {
   EXPECT_EQ(huge,
             "bytes:1099511627776 bits:8796093022208 hashes:3 hashwidth:64 capacity:2147483648 "
             "size:8589934592 ratio:0.5");
+}
+
+TEST(BfDebugText, SameAsRedisBloomsFormatString) {
+  // RedisBloom's format string and arguments as BFDebug_RedisCommand passes them (its capacity
+  // is a uint64_t read by %u: on the ABIs Redis runs on, its low 32 bits).
+  const DebugLink links[] = {
+      {144, 1152, 8, 64, 100, 100, 0.005},
+      {1984, 15872, 11, 64, 1000, 0, 0.0005},
+      {8, 64, 1, 32, 1, 1, 0.25},
+      {uint64_t{1} << 33, uint64_t{1} << 36, 30, 64, (uint64_t{1} << 34) + 3, 123456789, 1e-9},
+      {912312, 7298496, 5, 32, 1000000, 17, 0.03},
+  };
+  for (const DebugLink& l : links) {
+    char want[256];
+    std::snprintf(want, sizeof(want),
+                  "bytes:%llu bits:%llu hashes:%u hashwidth:%u capacity:%u size:%lu ratio:%g",
+                  static_cast<unsigned long long>(l.bytes), static_cast<unsigned long long>(l.bits),
+                  l.hashes, l.hashwidth, static_cast<unsigned>(l.capacity),
+                  static_cast<unsigned long>(l.size), l.ratio);
+    EXPECT_EQ(DebugLinkText(l), want);
+  }
 }
 
 // --- arguments and the command table ----------------------------------------------------------
