@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "filters/cuckoo/cf_meta.h"
 #include "tests/unit/bf_fixtures.h"
 
 namespace bloomproxy::filters {
@@ -191,6 +192,28 @@ TEST(CuckooHeader, SixtyFiveThousandSubfiltersInOnePass) {
   h.expansion = 0;
   EXPECT_EQ(h.SubfilterBuckets(0), 8u);
   EXPECT_EQ(h.SubfilterBuckets(60000), 0u);
+}
+
+// What the proxy keeps of such a filter: its fast-path checks take one pass too.
+TEST(CuckooHeader, SixtyFiveThousandSubfiltersInTheMetaCache) {
+  CfMeta m;
+  m.num_buckets = 2;
+  m.bucket_size = 1;
+  m.expansion = 1;
+  m.num_filters = 65535;
+  m.shard_bytes = 64;
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t buckets = 0;
+  for (uint64_t i = 0; i < m.num_filters; ++i) buckets += m.Buckets(i);
+  EXPECT_EQ(buckets, 2 * 65535u);
+  EXPECT_TRUE(m.Simple());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  m.expansion = 2;
+  m.num_filters = 7;
+  EXPECT_EQ(m.Buckets(6), 128u);
+  EXPECT_FALSE(m.Simple());  // sub-filter 6's 128 bytes: past one 64-byte data key
+  m.num_filters = 6;
+  EXPECT_TRUE(m.Simple());
 }
 
 TEST(CuckooDebug, Text) {
