@@ -1,4 +1,4 @@
-// The leftover sweep's pure half (the loop half is proxy/sweep.h; docs/leftovers.md has the
+// The leftover sweep's pure half (the loop half is proxy/sketch/sweep.h; docs/leftovers.md has the
 // whole story): which keys are a filter's or a sketch's internal keys, who may own each one, and
 // the one script that checks, and deletes, those no structure owns. No sockets.
 //

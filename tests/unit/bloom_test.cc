@@ -449,6 +449,8 @@ class Model {
         return "*2\r\n:" + std::to_string(req.iterator + static_cast<int64_t>(pos.length)) +
                "\r\n$" + std::to_string(data.size()) + "\r\n" + data + "\r\n";
       }
+      case BfCommand::kDebug:  // no recording has it: bf_debug_test checks BF.DEBUG
+        break;
       case BfCommand::kLoadChunk: {
         if (wrong_type) return kWrongType;
         if (chain == nullptr && req.iterator == 1) {
