@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throughput of bloomproxy's CF.ADD / CF.EXISTS against its BF.ADD / BF.EXISTS, all through the
 # same proxy in front of one redis-server, in interleaved rounds (the bar: each CF command
-# at least 0.5x its BF counterpart, c50 P16). See bench/README.md.
+# at least 0.5x its BF counterpart, c50 P16). See bench/sketches.md.
 #
 # Usage: bench/cf.sh [--rounds N] [--quick] [--help]
 #
