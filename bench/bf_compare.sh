@@ -2,7 +2,7 @@
 # Throughput of bloomproxy's BF.ADD / BF.EXISTS / BF.MADD vs. the client-side ways of keeping a
 # bloom filter in plain Redis (k SETBIT/GETBIT pipelined per item; one EVALSHA per item; and one
 # BITFIELD per item as the floor), all against the same redis-server, in interleaved rounds,
-# with bench/bf_client.c (built into a temp dir). See bench/README.md.
+# with bench/bf_client.c (built into a temp dir). See bench/sketches.md.
 #
 # Usage: bench/bf_compare.sh [--rounds N] [--quick] [--help]
 #

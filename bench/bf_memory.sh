@@ -3,7 +3,7 @@
 # reports for the same filter (BF.INFO Size): used_memory of the redis-server (INFO memory)
 # before and after BF.RESERVE through bloomproxy, and after adding items with BF.MADD; the
 # filter's upstream keys. With --big, the same for a filter of capacity 2^30 (about 1.4 GB),
-# spread over shard keys of at most bf-max-shard-bytes. See bench/README.md.
+# spread over shard keys of at most bf-max-shard-bytes. See bench/sketches.md.
 #
 # Usage: bench/bf_memory.sh [--big] [--help]
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throughput of bloomproxy's CF.ADD / CF.EXISTS against its BF.ADD / BF.EXISTS, all through the
 # same proxy in front of one redis-server, in interleaved rounds (the issue's bar: each CF command
-# at least 0.5x its BF counterpart, c50 P16). See bench/README.md.
+# at least 0.5x its BF counterpart, c50 P16). See bench/sketches.md.
 #
 # Usage: bench/cf.sh [--rounds N] [--quick] [--help]
 #
@@ -11,7 +11,9 @@
 # Environment:
 #   CLIENTS, PIPELINE   redis-benchmark -c / -P (default 50, 16)
 #   N            requests per run (default 500000)
-#   CAPACITY     the filters' capacity (default 10000000: both stay one sub-filter throughout)
+#   CAPACITY     the filters' capacity (default 40000000: RedisBloom's cuckoo filter, 2-slot
+#                buckets, first fails a kick chain near 9% load, so the CF stays one sub-filter
+#                over 3 rounds of N adds)
 #   RUN_TIMEOUT  seconds before one run is killed (default 600)
 #   BUSY_WARN_PCT  flag runs during which other processes used >= this % of the CPUs (default 15)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS   see bench/lib.sh
@@ -26,7 +28,7 @@ parse_round_args "$@"   # ROUNDS, QUICK
 CLIENTS="${CLIENTS:-50}"
 PIPELINE="${PIPELINE:-16}"
 N="${N:-500000}"
-CAPACITY="${CAPACITY:-10000000}"
+CAPACITY="${CAPACITY:-40000000}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-600}"
 require_positive_ints CLIENTS PIPELINE N CAPACITY RUN_TIMEOUT
 ((QUICK)) && N=$(((N + 9) / 10))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throughput of bloomproxy's CMS.INCRBY / CMS.QUERY vs. the BITFIELD floor: the very upstream
 # command the proxy sends for one call (captured with MONITOR), sent straight to redis-server.
-# redis-benchmark drives both, in interleaved rounds. See bench/README.md.
+# redis-benchmark drives both, in interleaved rounds. See bench/sketches.md.
 #
 # Usage: bench/cms.sh [--rounds N] [--quick] [--publish] [--help]
 #

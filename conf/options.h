@@ -66,7 +66,7 @@ struct User {
   // "-@dangerous", "+get", "-flushall", "+config|get", "-config|set" ("allcommands" and
   // "nocommands" are stored as "+@all" and "-@all"). Empty: every command. With rules, the user
   // starts with no commands, as a new Redis ACL user does. Command and category names are
-  // checked by the proxy, which knows the command table (proxy/acl.h).
+  // checked by the proxy, which knows the command table (proxy/client/acl.h).
   std::vector<std::string> rules;
 
   bool operator==(const User& o) const {
@@ -168,7 +168,7 @@ struct Options {
   // in a Java application's layout (filters/guava/bf_layout.h), each rule's arguments as given.
   std::vector<std::vector<std::string>> bf_layouts;
 
-  // The leftover sweep (proxy/sweep.h, docs/leftovers.md): every sweep-interval seconds (0 =
+  // The leftover sweep (proxy/sketch/sweep.h, docs/leftovers.md): every sweep-interval seconds (0 =
   // off) one proxy per upstream scans it for filters' and sketches' internal keys that no
   // structure owns, sweep-rate keys a second per master, and deletes those still unowned
   // sweep-grace seconds after it first saw them.

@@ -1,7 +1,7 @@
 // What a Redis Cluster says about itself, parsed without sockets: the slot ranges of
 // CLUSTER SLOTS, and the redirections a node answers instead of running a command
-// (-MOVED, -ASK, -TRYAGAIN, -CLUSTERDOWN). The router (proxy/cluster_router.h) keeps the map
-// and acts on the redirections.
+// (-MOVED, -ASK, -TRYAGAIN, -CLUSTERDOWN). The router (proxy/upstream/cluster_router.h) keeps the
+// map and acts on the redirections.
 #pragma once
 
 #include <cstdint>

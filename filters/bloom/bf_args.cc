@@ -28,6 +28,7 @@ constexpr CommandName kCommands[] = {
     {"BF.CARD", "bf.card", BfCommand::kCard},
     {"BF.SCANDUMP", "bf.scandump", BfCommand::kScanDump},
     {"BF.LOADCHUNK", "bf.loadchunk", BfCommand::kLoadChunk},
+    {"BF.DEBUG", "bf.debug", BfCommand::kDebug},
 };
 
 std::string Error(std::string_view message) {
@@ -210,6 +211,7 @@ std::string ParseBfRequest(const std::vector<std::string_view>& args, const BfDe
       return {};
 
     case BfCommand::kCard:
+    case BfCommand::kDebug:
       if (argc != 2) return WrongArity(command);
       out->key = args[1];
       return {};

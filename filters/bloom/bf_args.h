@@ -20,6 +20,7 @@ enum class BfCommand {
   kCard,
   kScanDump,
   kLoadChunk,
+  kDebug,
 };
 
 // BF.INFO's optional single field.

@@ -9,7 +9,8 @@
 --   EVAL <script> 2 <name> <marker>  <op> <prefix> <deferred error> <creates>
 --        <F> <field value>*F/2 <C> <count>*C <op arguments>
 --
--- op: reserve | add | exists | counts (CARD, INFO, SCANDUMP 0) | dump <iter> | load <iter> <data>.
+-- op: reserve | add | exists | counts (CARD, INFO, DEBUG, SCANDUMP 0) | dump <iter> |
+-- load <iter> <data>.
 -- F fields (with the id, error, capacity, ... and l0 .. of multi_bf.cc) make a new filter when the
 -- name is free and <creates> is 1 (reserve, add, load 1), with the C counts of its links.
 -- Answers: {"wrongtype"}, {"missing"}, {"deferred"}, {"exists"}, {"damaged", why}, {"ok"},

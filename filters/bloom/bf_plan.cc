@@ -330,6 +330,7 @@ void BfPlan::Main(PlanStep* step) {
       return ExistsRound(step);
     case BfCommand::kCard:
     case BfCommand::kInfo:
+    case BfCommand::kDebug:
       return CountsRound(step);
     case BfCommand::kScanDump:
       return req_.iterator == 0 ? CountsRound(step) : DumpRound(step);
@@ -376,6 +377,7 @@ void BfPlan::OnMain(StepReplies& r, PlanStep* step) {
       return OnCountsRound(r, step);
     case BfCommand::kCard:
     case BfCommand::kInfo:
+    case BfCommand::kDebug:
       return OnCountsRound(r, step);
     case BfCommand::kLoadChunk:
       return Finish(step, "+OK\r\n");

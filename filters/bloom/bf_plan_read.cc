@@ -1,7 +1,7 @@
 // Reading, for the BF plan (bf_plan_state.h): BF.EXISTS and BF.MEXISTS (and coalesced ones),
-// which read every link's bits of the items, in one step or, probing, two; and BF.CARD, BF.INFO
-// and the header BF.SCANDUMP answers to iterator 0, which are made of the metadata and the links'
-// counts.
+// which read every link's bits of the items, in one step or, probing, two; and BF.CARD, BF.INFO,
+// BF.DEBUG and the header BF.SCANDUMP answers to iterator 0, which are made of the metadata and
+// the links' counts.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -97,7 +97,7 @@ void BfPlan::OnExistsRest(StepReplies& r, PlanStep* step) {
   FinishMembers(step);
 }
 
-// CARD / INFO / SCANDUMP's header: the counts.
+// CARD / INFO / DEBUG / SCANDUMP's header: the counts.
 void BfPlan::CountsRound(PlanStep* step) {
   Requests& req = BeginStep(step);
   AddValidation(&req);

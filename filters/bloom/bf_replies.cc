@@ -1,7 +1,10 @@
 #include "filters/bloom/bf_replies.h"
 
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "filters/common/plan_requests.h"
 #include "protocol/encoder.h"
@@ -52,6 +55,41 @@ std::string InfoReply(InfoField field, int64_t capacity, int64_t size, int64_t f
   return out;
 }
 
+std::string DebugLinkText(const DebugLink& link) {
+  char text[256];
+  const int n =
+      std::snprintf(text, sizeof(text),
+                    "bytes:%" PRIu64 " bits:%" PRIu64 " hashes:%" PRIu32 " hashwidth:%" PRIu32
+                    " capacity:%" PRIu32 " size:%" PRIu64 " ratio:%g",
+                    link.bytes, link.bits, link.hashes, link.hashwidth,
+                    static_cast<uint32_t>(link.capacity), link.size, link.ratio);
+  return std::string(text, n > 0 ? static_cast<size_t>(n) : 0);
+}
+
+std::string DebugReply(uint64_t total, const std::vector<DebugLink>& links) {
+  std::string out;
+  protocol::AppendArrayHeader(&out, static_cast<int64_t>(links.size() + 1));
+  protocol::AppendBulk(&out, "size:" + std::to_string(total));
+  for (const DebugLink& link : links) protocol::AppendBulk(&out, DebugLinkText(link));
+  return out;
+}
+
+namespace {
+
+std::string FilterDebugReply(const FilterMeta& meta, int64_t total) {
+  std::vector<DebugLink> links;
+  links.reserve(meta.links.size());
+  for (size_t l = 0; l < meta.links.size(); ++l) {
+    const LinkParams& p = meta.links[l];
+    links.push_back({p.bytes, p.bits != 0 ? p.bits : uint64_t{1} << (p.n2 & 63), p.k,
+                     (meta.options & kOptHash64) != 0 ? 64u : 32u, p.capacity,
+                     static_cast<uint64_t>(meta.counts[l]), p.error});
+  }
+  return DebugReply(static_cast<uint64_t>(total), links);
+}
+
+}  // namespace
+
 CountsProblem CountsReply(const BfRequest& req, const FilterMeta& meta, std::string* reply) {
   int64_t total = 0;
   uint64_t capacity = 0, bytes = 0;
@@ -71,6 +109,10 @@ CountsProblem CountsReply(const BfRequest& req, const FilterMeta& meta, std::str
   }
   if (req.command == BfCommand::kCard) {
     *reply = Integer(total);
+    return CountsProblem::kNone;
+  }
+  if (req.command == BfCommand::kDebug) {
+    *reply = FilterDebugReply(meta, total);
     return CountsProblem::kNone;
   }
   if (req.command == BfCommand::kScanDump) {

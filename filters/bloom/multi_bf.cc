@@ -48,6 +48,7 @@ const char* OpName(const BfRequest& req) {
       return "load";
     case BfCommand::kInfo:
     case BfCommand::kCard:
+    case BfCommand::kDebug:
       return "counts";
   }
   return "counts";
@@ -167,7 +168,7 @@ std::string BfQueued::ItemsReply(const redisReply* r) const {
   return out + body;
 }
 
-// CARD, INFO and SCANDUMP 0: the metadata hash and the counts.
+// CARD, INFO, DEBUG and SCANDUMP 0: the metadata hash and the counts.
 std::string BfQueued::CountsFrom(const redisReply* r) const {
   if (r->elements != 3 || r->element[1]->type != REDIS_REPLY_ARRAY ||
       r->element[2]->type != REDIS_REPLY_ARRAY) {

@@ -134,6 +134,9 @@ const Row kRows[] = {
     {"bf.card", 2, {"readonly", "fast"}, {"read", "fast"}, kBloom,
      {Key1("RO", "is key name for a Bloom filter.")},
      {"Returns the cardinality of a Bloom filter", "2.4.4", "O(1)", {kKeyArg}}},
+    // RedisBloom registers BF.DEBUG without command info, as CF.COMPACT below: arity -1 (the
+    // module checks 2) and RM_CreateCommand's key spec.
+    {"bf.debug", -1, {"readonly", "fast"}, {"read"}, kBloom, {kLegacyKey}, {}},
     {"bf.scandump", 3, {"readonly", "fast"}, {"read"}, kBloom,
      {Key1("RW", "is key name for a Bloom filter to save.")},
      {"Begins an incremental save of the bloom filter", "1.0.0", "O(n), where n is the capacity",

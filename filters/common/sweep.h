@@ -1,4 +1,4 @@
-// The leftover sweep's pure half (the loop half is proxy/sweep.h; docs/leftovers.md has the
+// The leftover sweep's pure half (the loop half is proxy/sketch/sweep.h; docs/leftovers.md has the
 // whole story): which keys are a filter's or a sketch's internal keys, who may own each one, and
 // the one script that checks, and deletes, those no structure owns. No sockets.
 //
@@ -100,7 +100,7 @@ inline constexpr std::string_view kSweepLockKey = "bloomproxy:sweep-lock";
 void AppendSweepLock(std::string* out, std::string_view owner, uint64_t ttl_ms);
 
 // What a sweep's command (any bloomproxy's, also another process's) is, from its arguments as
-// a MONITOR line shows them (proxy/monitor_filter.h hides them from clients' MONITORs):
+// a MONITOR line shows them (proxy/client/monitor_filter.h hides them from clients' MONITORs):
 enum class SweepTrace : uint8_t {
   kNone,
   kLock,  // the lock's EVAL (or EVALSHA): its one key is kSweepLockKey. It goes on a connection

@@ -148,6 +148,7 @@ bool CfRequest::Writes() const {
 }
 
 std::string ParseCfRequest(const std::vector<std::string_view>& args, CfRequest* out) {
+  *out = CfRequest{};  // nothing of an earlier parse survives (items, NOCREATE, iterator, data)
   if (args.empty() || !LookupCfCommand(args[0], &out->command)) return Arity("cf");
   if (!ArityOk(out->command, args.size())) return Arity(args[0]);
   out->key = args[1];

@@ -7,15 +7,19 @@
 namespace bloomproxy::filters {
 
 uint64_t CfMeta::Buckets(uint64_t i) const {
+  // Constant time for expansion 0 and 1, whatever the sub-filter (a filter may have 65535);
+  // a larger expansion reaches kCfMaxBytes within 47 sub-filters.
+  if (i == 0 || expansion == 1) return num_buckets;
   uint64_t n = num_buckets;
-  for (uint64_t k = 0; k < i; ++k) n *= expansion;
+  for (uint64_t k = 0; k < i && n != 0; ++k) n *= expansion;
   return n;
 }
 
 bool CfMeta::Simple() const {
   if (bucket_size == 0 || bucket_size > 6) return false;
-  for (uint64_t i = 0; i < num_filters; ++i) {
-    if (Buckets(i) * bucket_size > shard_bytes) return false;
+  uint64_t n = num_buckets;  // sub-filter i's, one pass
+  for (uint64_t i = 0; i < num_filters; ++i, n *= expansion) {
+    if (n * bucket_size > shard_bytes) return false;
   }
   return true;
 }

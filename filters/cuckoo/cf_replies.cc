@@ -227,19 +227,31 @@ std::string CfReply(const CfRequest& request, std::string_view answer, const red
   }
 }
 
+namespace {
+
+// The one reply every member of a batch gets when the script's answer is not per member: an
+// upstream error, a status (the filter is missing or of another type), or nonsense. Empty when
+// the answer is an array (whose shape the caller checks).
+std::string WholeBatchReply(std::string_view answer, const redisReply* decoded,
+                            std::string_view missing) {
+  if (!answer.empty() && answer[0] == '-') return UpstreamError(answer, Named("EVALSHA"));
+  if (decoded == nullptr) return Nonsense(answer);
+  if (decoded->type == REDIS_REPLY_STATUS) {
+    std::string reply = StatusReply(Str(decoded), missing);
+    return reply.empty() ? Nonsense(answer) : reply;
+  }
+  if (decoded->type != REDIS_REPLY_ARRAY) return Nonsense(answer);
+  return {};
+}
+
+}  // namespace
+
 std::vector<std::string> CfInsertReplies(std::string_view answer, const redisReply* decoded,
                                          const std::vector<PlanMember>& members) {
   std::vector<std::string> out(members.size());
-  std::string all;
-  if (!answer.empty() && answer[0] == '-') {
-    all = UpstreamError(answer, Named("EVALSHA"));
-  } else if (decoded == nullptr) {
-    all = Nonsense(answer);
-  } else if (decoded->type == REDIS_REPLY_STATUS) {
-    all = StatusReply(Str(decoded), kCfErrNotFound);
-    if (all.empty()) all = Nonsense(answer);
-  } else if (decoded->type != REDIS_REPLY_ARRAY || decoded->elements < members.size() ||
-             decoded->elements > members.size() + 1) {
+  std::string all = WholeBatchReply(answer, decoded, kCfErrNotFound);
+  if (all.empty() &&
+      (decoded->elements < members.size() || decoded->elements > members.size() + 1)) {
     all = Nonsense(answer);  // (the filter's fields may follow the members')
   }
   for (size_t m = 0; m < members.size(); ++m) {
@@ -252,17 +264,7 @@ std::vector<std::string> CfInsertReplies(std::string_view answer, const redisRep
 std::vector<std::string> CfCheckReplies(std::string_view answer, const redisReply* decoded,
                                         const std::vector<PlanMember>& members) {
   std::vector<std::string> out(members.size());
-  std::string all;
-  if (!answer.empty() && answer[0] == '-') {
-    all = UpstreamError(answer, Named("EVALSHA"));
-  } else if (decoded == nullptr) {
-    all = Nonsense(answer);
-  } else if (decoded->type == REDIS_REPLY_STATUS) {
-    all = StatusReply(Str(decoded), {});
-    if (all.empty()) all = Nonsense(answer);
-  } else if (decoded->type != REDIS_REPLY_ARRAY) {
-    all = Nonsense(answer);
-  }
+  std::string all = WholeBatchReply(answer, decoded, {});
   for (size_t m = 0; m < members.size(); ++m) {
     out[m] = all.empty()
                  ? CheckMemberReply(decoded, members[m].start, members[m].count, members[m].multi)

@@ -20,6 +20,12 @@ uint64_t GetLe(std::string_view s, size_t at, int bytes) {
   return v;
 }
 
+// The buckets of the sub-filter after one of n buckets: n * expansion, or 0 past 64 bits.
+uint64_t NextSubfilterBuckets(uint64_t n, uint64_t expansion) {
+  if (expansion != 0 && n > UINT64_MAX / expansion) return 0;
+  return n * expansion;
+}
+
 }  // namespace
 
 CfItemHash CfHash(std::string_view item) { return CfItemHash{MurmurHash64A(item, 0)}; }
@@ -39,18 +45,22 @@ uint64_t CfNumBuckets(uint64_t capacity, uint64_t bucket_size) {
 uint64_t CfRoundExpansion(uint64_t e) { return CfNextPow2(e); }
 
 uint64_t CfHeader::SubfilterBuckets(uint64_t i) const {
+  // Expansion 0 and 1 in constant time (a LOADCHUNK header may have 65535 sub-filters); any
+  // other expansion passes 64 bits within 64 steps.
+  if (i == 0 || expansion == 1) return num_buckets;
   uint64_t n = num_buckets;
-  for (uint64_t k = 0; k < i; ++k) {
-    if (expansion != 0 && n > UINT64_MAX / expansion) return 0;
-    n *= expansion;
-  }
+  for (uint64_t k = 0; k < i && n != 0; ++k) n = NextSubfilterBuckets(n, expansion);
   return n;
 }
 
 uint64_t CfHeader::InfoSize() const {
-  // sizeof(CuckooFilter) = 40 and sizeof(SubCF) = 16 on x86-64.
+  // sizeof(CuckooFilter) = 40 and sizeof(SubCF) = 16 on x86-64. One pass over the sub-filters.
   uint64_t size = 40 + 16 * num_filters;
-  for (uint64_t i = 0; i < num_filters; ++i) size += SubfilterBuckets(i) * bucket_size;
+  uint64_t n = num_buckets;
+  for (uint64_t i = 0; i < num_filters; ++i) {
+    size += n * bucket_size;
+    n = NextSubfilterBuckets(n, expansion);
+  }
   return size;
 }
 
@@ -85,12 +95,15 @@ CfHeaderVerdict DecodeCfHeader(std::string_view data, uint64_t max_bytes, CfHead
       h.num_buckets > kCfMaxBuckets) {
     return CfHeaderVerdict::kCannotCreate;
   }
+  // One pass: each sub-filter's buckets from the one before (65535 sub-filters is a header
+  // RedisBloom accepts).
   uint64_t total = 0;
+  uint64_t n = h.num_buckets;
   for (uint64_t i = 0; i < h.num_filters; ++i) {
-    const uint64_t n = h.SubfilterBuckets(i);
     if (n == 0 || n >= max_bytes / h.bucket_size) return CfHeaderVerdict::kCannotCreate;
     total += n * h.bucket_size;
     if (total >= max_bytes) return CfHeaderVerdict::kCannotCreate;
+    n = NextSubfilterBuckets(n, h.expansion);
   }
   *out = h;
   return CfHeaderVerdict::kOk;

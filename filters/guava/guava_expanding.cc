@@ -4,9 +4,9 @@
 // item is present; once BITCOUNT(NAME-c) * 2 > bits, the cursor is INCRed and the next key
 // created with SETBIT NAME-<c+1> <bits - 1> 0, as the Java pattern does after each add.
 //
-//   1. GET cursor (RESERVE, INFO and INSERT NOCREATE: and STRLEN, EXISTS NAME-0)
+//   1. GET cursor (RESERVE, INFO, DEBUG and INSERT NOCREATE: and STRLEN, EXISTS NAME-0)
 //   2. ADD: BITFIELD_RO of every data key for the items, BITCOUNT NAME-c; EXISTS: the reads;
-//      CARD and INFO: BITCOUNT of every data key
+//      CARD, INFO and DEBUG: BITCOUNT of every data key
 //   3. ADD: the items in order: the writes to NAME-c, and where the key fills up, INCR cursor,
 //      SETBIT of the new key and the writes to it (BITFIELD SET u1: bits are only ever OR-ed)
 #include <climits>
@@ -63,6 +63,10 @@ class ExpandingPlan : public Plan {
     step_->reply = std::move(reply);
   }
   std::string Key(int64_t i) const { return LayoutRule::DataKey(req_.key, i); }
+  // Whether a filter that does not exist is "not found" (INFO, DEBUG, INSERT NOCREATE).
+  bool NeedsFilter() const {
+    return req_.command == BfCommand::kInfo || req_.command == BfCommand::kDebug || req_.nocreate;
+  }
   void OnCursor(StepReplies& r);
   void OnKeys(StepReplies& r);
   void SendWrites(const AddSchedule& schedule);
@@ -89,7 +93,7 @@ void ExpandingPlan::Start(PlanStep* step) {
   step_ = step;
   if (!req_.error.empty()) return Done(req_.error);
   Add({"GET", cursor_key_});
-  if (req_.command == BfCommand::kInfo || req_.command == BfCommand::kReserve || req_.nocreate) {
+  if (NeedsFilter() || req_.command == BfCommand::kReserve) {
     Add({"STRLEN", Key(0)});  // WRONGTYPE for a key of another type, as RedisBloom answers
     Add({"EXISTS", Key(0)});
   }
@@ -134,7 +138,7 @@ void ExpandingPlan::OnCursor(StepReplies& r) {
     stage_ = Stage::kCreated;
     return Add({"SETBIT", Key(0), U64(rule_.bits - 1), "0"});
   }
-  if (!found && (req_.command == BfCommand::kInfo || req_.nocreate)) {
+  if (!found && NeedsFilter()) {
     return Done(std::string(kNotFound));
   }
   if (req_.command == BfCommand::kInfo && !deferred_error_.empty()) return Done(deferred_error_);
@@ -154,7 +158,8 @@ void ExpandingPlan::OnCursor(StepReplies& r) {
 
 void ExpandingPlan::OnKeys(StepReplies& r) {
   const size_t keys = static_cast<size_t>(cursor_) + 1;
-  if (req_.command == BfCommand::kCard || req_.command == BfCommand::kInfo) {
+  if (req_.command == BfCommand::kCard || req_.command == BfCommand::kInfo ||
+      req_.command == BfCommand::kDebug) {
     return Done(CountsReply(r));
   }
   KeyBits bits(keys, nullptr);

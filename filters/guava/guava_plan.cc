@@ -67,6 +67,7 @@ void GuavaPlan::Start(PlanStep* step) {
     case BfCommand::kCard:
       return Send(step, Stage::kCard, {"BITCOUNT", req_.key});
     case BfCommand::kInfo:
+    case BfCommand::kDebug:
       // STRLEN answers WRONGTYPE for a key of another type, as RedisBloom does.
       Send(step, Stage::kInfo, {"STRLEN", req_.key});
       Send(step, Stage::kInfo, {"EXISTS", req_.key});

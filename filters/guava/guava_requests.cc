@@ -78,16 +78,28 @@ std::string ItemsReply(bool multi, const std::vector<uint8_t>& results) {
   return out;
 }
 
+uint32_t HashWidth(GuavaLayout layout) {
+  return layout == GuavaLayout::kGuavaMitz32 || layout == GuavaLayout::kGuavaMitz32Unrounded ? 32
+                                                                                             : 64;
+}
+
 std::string CountsReply(const GuavaRequest& req, const LayoutRule& rule,
                         const std::vector<int64_t>& bitcounts) {
   const int64_t keys = static_cast<int64_t>(bitcounts.size());
   int64_t items = 0;
+  std::vector<DebugLink> links;
   for (int64_t bitcount : bitcounts) {
     const int64_t n =
         guava::ApproximateElementCount(static_cast<uint64_t>(bitcount), rule.bits, rule.k);
     items = n > INT64_MAX - items ? INT64_MAX : items + n;
+    if (req.command == BfCommand::kDebug) {
+      links.push_back({static_cast<uint64_t>(KeyBytes(rule)), rule.bits, rule.k,
+                       HashWidth(rule.layout), rule.n(), static_cast<uint64_t>(n),
+                       rule.error_rate});
+    }
   }
   if (req.command == BfCommand::kCard) return Integer(items);
+  if (req.command == BfCommand::kDebug) return DebugReply(static_cast<uint64_t>(items), links);
   const int64_t n = static_cast<int64_t>(rule.n());
   const int64_t capacity = keys == 0 ? 0 : n > INT64_MAX / keys ? INT64_MAX : n * keys;
   return InfoReply(req.info_field, capacity, KeyBytes(rule) * keys, keys, items,

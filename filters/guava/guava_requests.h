@@ -74,8 +74,9 @@ std::unique_ptr<Plan> MakeExpandingPlan(GuavaRequest request, const LayoutRule& 
                                         protocol::UpstreamKind upstream,
                                         std::string deferred_error);
 
-// BF.CARD's or BF.INFO's reply (`req`) for a filter whose data keys have `bitcounts` bits set:
-// Guava's approximateElementCount, summed over the keys.
+// BF.CARD's, BF.INFO's or BF.DEBUG's reply (`req`) for a filter whose data keys have
+// `bitcounts` bits set: Guava's approximateElementCount, summed over the keys (BF.DEBUG: one
+// line per data key, with its own count).
 std::string CountsReply(const GuavaRequest& req, const LayoutRule& rule,
                         const std::vector<int64_t>& bitcounts);
 
@@ -91,6 +92,10 @@ std::string NoDump(const LayoutRule& rule);
 
 // The error reply for an upstream reply that makes no sense to `command`.
 std::string Unexpected(std::string_view command, std::string_view frame);
+
+// BF.DEBUG's hashwidth of a layout: 32 for the MURMUR128_MITZ_32 layouts (their indexes come from
+// 32-bit halves of the hash), 64 for the others.
+uint32_t HashWidth(GuavaLayout layout);
 
 // Bytes of one data key's bits: ceil(bits / 8).
 inline int64_t KeyBytes(const LayoutRule& rule) {

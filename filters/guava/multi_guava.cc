@@ -81,7 +81,8 @@ std::string GuavaQueued::Reply(std::string_view answer, protocol::ReplyDecoder* 
       return guava_plan::Unexpected("the transaction's script", answer);
     }
   }
-  if (req_.command == BfCommand::kCard || req_.command == BfCommand::kInfo) {
+  if (req_.command == BfCommand::kCard || req_.command == BfCommand::kInfo ||
+      req_.command == BfCommand::kDebug) {
     return CountsReply(r.get());
   }
   std::vector<uint8_t> results;
@@ -94,7 +95,7 @@ std::string GuavaQueued::Reply(std::string_view answer, protocol::ReplyDecoder* 
 
 std::string GuavaQueued::CountsReply(const redisReply* r) const {
   const bool found = r->element[0]->integer != 0;
-  if (req_.command == BfCommand::kInfo && !found) return std::string(kNotFound);
+  if (req_.command != BfCommand::kCard && !found) return std::string(kNotFound);
   if (req_.command == BfCommand::kInfo && !deferred_.empty()) return deferred_;
   std::vector<int64_t> bitcounts;
   for (size_t i = 1; i < r->elements; ++i) bitcounts.push_back(r->element[i]->integer);

@@ -1,12 +1,14 @@
-// libFuzzer target for ParseBfRequest (BF.* argument parsing).
+// libFuzzer target for ParseBfRequest (BF.* argument parsing) and, when bit 6 of the first byte is
+// set, for ParseCfRequest (CF.*: cf_args_fuzz.h, included below, describes its own layout).
 //
-// Input layout: the first byte picks the command name and how the rest is split:
-//   bits 0-3  0..9: the name of one of the ten BF commands (kNames below);
-//             10..15: no pick, the first argument of the rest is the name, as sent
+// BF input layout: the first byte picks the command name and how the rest is split:
+//   bits 0-3  0..10: the name of one of the eleven BF commands (kNames below);
+//             11..15: no pick, the first argument of the rest is the name, as sent
 //   bit 4     the picked name in lower case (else upper case)
 //   bit 5     arguments are separated by '\n' (else by NUL), so that either byte can be part of
 //             an argument
-//   bits 6-7  unused
+//   bit 6     0 (1 picks CF.*, below)
+//   bit 7     unused
 // The rest, split on the separator, gives the arguments after the name (none when it is empty).
 // Each argument gets its own allocation of exactly its size, so ASan catches a read past one.
 //
@@ -66,7 +68,9 @@ constexpr Name kNames[] = {
     {"BF.CARD", "bf.card", BfCommand::kCard},
     {"BF.SCANDUMP", "bf.scandump", BfCommand::kScanDump},
     {"BF.LOADCHUNK", "bf.loadchunk", BfCommand::kLoadChunk},
+    {"BF.DEBUG", "bf.debug", BfCommand::kDebug},
 };
+constexpr unsigned kPicks = sizeof(kNames) / sizeof(kNames[0]);
 
 char Upper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c; }
 
@@ -179,6 +183,7 @@ void Check(const std::vector<std::string_view>& args, const std::string& error,
         want_ok = argc >= 3;
         break;
       case BfCommand::kCard:
+      case BfCommand::kDebug:
         want_ok = argc == 2;
         break;
       case BfCommand::kInfo:
@@ -254,6 +259,7 @@ void Check(const std::vector<std::string_view>& args, const std::string& error,
       if (argc == 3) FUZZ_CHECK(req.info_field != InfoField::kAll);
       break;
     case BfCommand::kCard:
+    case BfCommand::kDebug:
       FUZZ_CHECK(req.items.empty());
       break;
     case BfCommand::kScanDump:
@@ -268,8 +274,11 @@ void Check(const std::vector<std::string_view>& args, const std::string& error,
 
 }  // namespace
 
+#include "tests/fuzz/cf_args_fuzz.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   if (size < 1) return 0;
+  if (bytes[0] & 0x40) return cf_fuzz::FuzzCf(bytes, size);
   const unsigned pick = bytes[0] & 0x0f;
   const bool lower = (bytes[0] & 0x10) != 0;
   const char separator = (bytes[0] & 0x20) ? '\n' : '\0';
@@ -287,7 +296,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
 
   std::string name;
   size_t first = 0;
-  if (pick < 10) {
+  if (pick < kPicks) {
     name = lower ? kNames[pick].lower : kNames[pick].upper;
   } else {
     if (parts.empty()) return 0;
@@ -309,7 +318,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   views2.insert(views2.end(), args.views().begin() + 1, args.views().end());
 
   const Name* known = FindName(name);
-  if (pick < 10) FUZZ_CHECK(known == &kNames[pick]);
+  if (pick < kPicks) FUZZ_CHECK(known == &kNames[pick]);
   const BfDefaults defaults;
 
   BfRequest req;

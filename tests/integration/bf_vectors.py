@@ -18,7 +18,7 @@ CASES_PATH = FIXTURES / "bf-cases.json"
 EXPECTED_PATH = FIXTURES / "bf-expected.json"
 
 BF_COMMANDS = ("bf.reserve", "bf.add", "bf.madd", "bf.insert", "bf.exists", "bf.mexists",
-               "bf.info", "bf.card", "bf.scandump", "bf.loadchunk")
+               "bf.info", "bf.card", "bf.debug", "bf.scandump", "bf.loadchunk")
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 MAX_DUMP_CHUNK = 16 * 1024 * 1024

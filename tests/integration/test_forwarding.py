@@ -2,6 +2,7 @@
 sends them; inline commands; binary-safe keys and values; order of replies when forwarded,
 pinned and locally answered commands are pipelined together."""
 
+from bf_vectors import BF_COMMANDS as BF_COMMAND_NAMES
 from bp_helpers import compare_with_redis, encode_command as cmd, replies_of
 from cf_vectors import CF_COMMANDS
 
@@ -67,8 +68,7 @@ def test_replies_of_many_types_are_byte_exact(bp, redis_instance):
     assert replies[12] == b"$-1\r\n"
 
 
-BF_NAMES = (b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists", b"bf.mexists",
-            b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk")
+BF_NAMES = tuple(name.encode() for name in BF_COMMAND_NAMES)
 CMS_NAMES = (b"cms.initbydim", b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge",
              b"cms.info")
 CF_NAMES = tuple(name.encode() for name in CF_COMMANDS)

@@ -1,4 +1,4 @@
-"""The leftover sweep (proxy/sweep.h, docs/leftovers.md): filters and sketches overwritten by
+"""The leftover sweep (proxy/sketch/sweep.h, docs/leftovers.md): filters and sketches overwritten by
 commands the proxy does not look into (SET, SUNIONSTORE, a Lua script through the proxy;
 RESTORE REPLACE, RENAME onto them and DEL straight on the upstream), or deleted upstream and created
 again, leave internal keys without a TTL; with a short sweep-interval and sweep-grace the sweep

@@ -13,10 +13,10 @@ BF_LINE = (b"module:name=bf,ver=999999,api=1,filters=0,usedby=[],using=[],"
 BF_ENTRY = (b"*8\r\n$4\r\nname\r\n$2\r\nbf\r\n$3\r\nver\r\n:999999\r\n$4\r\npath\r\n"
             b"$10\r\nbloomproxy\r\n$4\r\nargs\r\n*0\r\n")
 SKETCH_NAMES = [b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists", b"bf.mexists",
-                b"bf.info", b"bf.card", b"bf.scandump", b"bf.loadchunk", b"cms.initbydim",
-                b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge", b"cms.info",
-                b"cf.reserve", b"cf.add", b"cf.addnx", b"cf.insert", b"cf.insertnx", b"cf.exists",
-                b"cf.mexists", b"cf.count", b"cf.del", b"cf.compact", b"cf.scandump",
+                b"bf.info", b"bf.card", b"bf.debug", b"bf.scandump", b"bf.loadchunk",
+                b"cms.initbydim", b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge",
+                b"cms.info", b"cf.reserve", b"cf.add", b"cf.addnx", b"cf.insert", b"cf.insertnx",
+                b"cf.exists", b"cf.mexists", b"cf.count", b"cf.del", b"cf.compact", b"cf.scandump",
                 b"cf.loadchunk", b"cf.info", b"cf.debug"]
 FORWARD_ALL = ("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward")
 
@@ -160,9 +160,9 @@ def test_command_list_filters(bp, redis_instance):
                                                              if n.startswith(b"cf.")}
     reads = names(redis_instance.port, "FILTERBY", "ACLCAT", "read")
     assert names(bp.port, "FILTERBY", "ACLCAT", "read") == reads | {
-        b"bf.exists", b"bf.mexists", b"bf.info", b"bf.card", b"bf.scandump", b"cms.query",
-        b"cms.info", b"cf.exists", b"cf.mexists", b"cf.count", b"cf.compact", b"cf.scandump",
-        b"cf.info", b"cf.debug"}
+        b"bf.exists", b"bf.mexists", b"bf.info", b"bf.card", b"bf.debug", b"bf.scandump",
+        b"cms.query", b"cms.info", b"cf.exists", b"cf.mexists", b"cf.count", b"cf.compact",
+        b"cf.scandump", b"cf.info", b"cf.debug"}
     assert names(bp.port, "FILTERBY", "PATTERN", "BF.*ADD") == {b"bf.add", b"bf.madd"}
     assert names(bp.port, "FILTERBY", "PATTERN", "get*") == names(
         redis_instance.port, "FILTERBY", "PATTERN", "get*")

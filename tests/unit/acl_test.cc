@@ -1,5 +1,5 @@
-// Per-user command rules (proxy/acl.h): order, subcommands, @all, and name checks.
-#include "proxy/acl.h"
+// Per-user command rules (proxy/client/acl.h): order, subcommands, @all, and name checks.
+#include "proxy/client/acl.h"
 
 #include <gtest/gtest.h>
 
@@ -77,6 +77,7 @@ TEST(CommandAclTest, Categories) {
   acl = Compiled({"+@bloom", "-@write"});
   EXPECT_TRUE(acl.Allows("bf.exists"));
   EXPECT_TRUE(acl.Allows("bf.scandump"));
+  EXPECT_TRUE(acl.Allows("bf.debug"));
   EXPECT_FALSE(acl.Allows("bf.add"));
   EXPECT_FALSE(acl.Allows("bf.loadchunk"));
   EXPECT_FALSE(acl.Allows("get"));
@@ -112,6 +113,7 @@ TEST(CommandAclTest, RedisBloomCategories) {
   EXPECT_TRUE(acl.Allows("bf.info"));
   EXPECT_TRUE(acl.Allows("bf.card"));
   EXPECT_FALSE(acl.Allows("bf.exists"));
+  EXPECT_FALSE(acl.Allows("bf.debug"));
 }
 
 TEST(CommandAclTest, ModuleCommandsNamedInRules) {

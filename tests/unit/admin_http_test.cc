@@ -5,8 +5,8 @@
 #include <string>
 
 #include "protocol/command_table.h"
-#include "proxy/admin_http.h"
-#include "proxy/metrics.h"
+#include "proxy/server/admin_http.h"
+#include "proxy/server/metrics.h"
 
 namespace bloomproxy::proxy {
 namespace {

@@ -115,6 +115,7 @@ TEST(BfArgsTest, LookupCommand) {
       {"BF.EXISTS", BfCommand::kExists},     {"bf.mexists", BfCommand::kMExists},
       {"BF.INFO", BfCommand::kInfo},         {"bf.card", BfCommand::kCard},
       {"BF.SCANDUMP", BfCommand::kScanDump}, {"bf.loadchunk", BfCommand::kLoadChunk},
+      {"Bf.Debug", BfCommand::kDebug},
   };
   for (const auto& [name, want] : names) {
     BfCommand got;
@@ -123,8 +124,8 @@ TEST(BfArgsTest, LookupCommand) {
   }
   BfCommand got;
   const std::string_view others[] = {
-      "",       "BF",  "BF.",      "BF.ADDX", "BF.AD",
-      "CF.ADD", "GET", "BF.DEBUG", " BF.ADD", std::string_view("BF.ADD\0", 7)};
+      "",       "BF",  "BF.",       "BF.ADDX", "BF.AD",
+      "CF.ADD", "GET", "BF.DEBUGX", " BF.ADD", std::string_view("BF.ADD\0", 7)};
   for (std::string_view other : others) {
     EXPECT_FALSE(LookupBfCommand(other, &got)) << other;
   }

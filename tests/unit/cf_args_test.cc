@@ -181,6 +181,49 @@ TEST(CfArgs, LoadchunkVerdicts) {
             std::string(kCfErrCannotLoadChunk));
 }
 
+// Every field comes from the arguments of this parse alone: a request used before (items,
+// NOCREATE, options, iterator, data) parses as a fresh one would.
+TEST(CfArgs, ParseIntoAUsedRequestForgetsTheEarlierOne) {
+  const std::vector<std::vector<std::string>> commands{
+      {"CF.INSERTNX", "k", "CAPACITY", "100", "NOCREATE", "ITEMS", "a", "b"},
+      {"CF.RESERVE", "k", "100", "BUCKETSIZE", "4", "MAXITERATIONS", "7", "EXPANSION", "0"},
+      {"CF.LOADCHUNK", "k", "-5", "data"},
+      {"CF.SCANDUMP", "k", "9"},
+      {"CF.MEXISTS", "k", "a", "b", "c"},
+      {"CF.INSERT", "k", "ITEMS", "x"},
+      {"CF.ADD", "k", "y"},
+      {"CF.INFO", "k"},
+      {"CF.COMPACT", "k"},
+  };
+  for (const auto& first : commands) {
+    for (const auto& second : commands) {
+      CfRequest used;
+      ASSERT_EQ(ErrorOf(first, &used), "");
+      CfRequest fresh;
+      ASSERT_EQ(ErrorOf(second, &fresh), "");
+      ASSERT_EQ(ErrorOf(second, &used), "");
+      const std::string what = first[0] + " then " + second[0];
+      EXPECT_EQ(used.command, fresh.command) << what;
+      EXPECT_EQ(used.key, fresh.key) << what;
+      EXPECT_EQ(used.items, fresh.items) << what;
+      EXPECT_EQ(used.capacity, fresh.capacity) << what;
+      EXPECT_EQ(used.bucket_size, fresh.bucket_size) << what;
+      EXPECT_EQ(used.max_iterations, fresh.max_iterations) << what;
+      EXPECT_EQ(used.expansion, fresh.expansion) << what;
+      EXPECT_EQ(used.nocreate, fresh.nocreate) << what;
+      EXPECT_EQ(used.iterator, fresh.iterator) << what;
+      EXPECT_EQ(used.data, fresh.data) << what;
+    }
+  }
+  // And a refused parse leaves nothing of the earlier one either.
+  CfRequest used;
+  ASSERT_EQ(ErrorOf(commands[0], &used), "");
+  ASSERT_NE(ErrorOf({"CF.INSERT", "k", "BOGUS", "ITEMS", "a"}, &used), "");
+  EXPECT_TRUE(used.items.empty());
+  EXPECT_FALSE(used.nocreate);
+  EXPECT_EQ(used.capacity, kCfDefaultCapacity);
+}
+
 TEST(CfArgs, Writes) {
   CfRequest req;
   for (CfCommand c : {CfCommand::kExists, CfCommand::kMExists, CfCommand::kCount,

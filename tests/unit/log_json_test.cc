@@ -1,6 +1,6 @@
-// Log line layouts (proxy/log_format.h): JSON string escaping, the JSON and text lines, RFC 3339
-// timestamps and the masking of secrets.
-#include "proxy/log_format.h"
+// Log line layouts (proxy/server/log_format.h): JSON string escaping, the JSON and text lines, RFC
+// 3339 timestamps and the masking of secrets.
+#include "proxy/server/log_format.h"
 
 #include <gtest/gtest.h>
 

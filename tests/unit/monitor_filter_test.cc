@@ -1,6 +1,7 @@
-// What a client's MONITOR through the proxy shows (proxy/monitor_filter.h): the registry of the
-// proxy's connections (proxy/own_connections.h) and the lines the filter hides, without sockets.
-#include "proxy/monitor_filter.h"
+// What a client's MONITOR through the proxy shows (proxy/client/monitor_filter.h): the registry of
+// the proxy's connections (proxy/upstream/own_connections.h) and the lines the filter hides,
+// without sockets.
+#include "proxy/client/monitor_filter.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@
 #include "filters/common/sweep.h"
 #include "filters/common/sweep_lock.lua.h"
 #include "protocol/monitor_line.h"
-#include "proxy/own_connections.h"
+#include "proxy/upstream/own_connections.h"
 
 namespace bloomproxy::proxy {
 namespace {

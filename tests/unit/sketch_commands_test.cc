@@ -70,7 +70,7 @@ TEST(SketchCommandListTest, Filters) {
   EXPECT_EQ(
       SketchCommandList(FamilyBit(SketchFamily::kCms), ListFilter::kNone, ""),
       (V{"cms.initbydim", "cms.initbyprob", "cms.incrby", "cms.query", "cms.merge", "cms.info"}));
-  EXPECT_EQ(SketchCommandList(kBloomAndCms, ListFilter::kModule, "bf").size(), 16u);
+  EXPECT_EQ(SketchCommandList(kBloomAndCms, ListFilter::kModule, "bf").size(), 17u);
   EXPECT_TRUE(SketchCommandList(kBloomAndCms, ListFilter::kModule, "BF").empty());
   EXPECT_EQ(SketchCommandList(kBloomAndCms, ListFilter::kAclCat, "FAST"),
             (V{"bf.reserve", "bf.info", "bf.card"}));

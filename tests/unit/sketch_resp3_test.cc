@@ -142,6 +142,8 @@ TEST(SketchResp3, ShapeOfEachCommand) {
         "CF.RESERVE", "CF.COMPACT", "CF.LOADCHUNK", "CF.DEBUG", "TOPK.ADD", ""}) {
     EXPECT_EQ(shape({name, "k", "1"}), Resp3Shape::kSame) << name;
   }
+  // BF.DEBUG: an array of bulk strings in both.
+  EXPECT_EQ(shape({"BF.DEBUG", "k"}), Resp3Shape::kSame);
   EXPECT_EQ(shape({}), Resp3Shape::kSame);
 }
 
