@@ -119,7 +119,8 @@ void Sweep::StartPass() {
 }
 
 // A new connection of its own: SELECT and CLIENT NO-TOUCH must not reach anyone else's
-// commands, and clients' MONITORs do not show a background connection (proxy/client/monitor_filter.h).
+// commands, and clients' MONITORs do not show a background connection
+// (proxy/client/monitor_filter.h).
 void Sweep::StartNode(size_t i) {
   Node& node = nodes_[i];
   if (!node.pool->Reachable()) return Fail(i, "unreachable");
