@@ -41,6 +41,35 @@ def free_port():
         return s.getsockname()[1]
 
 
+def listens_on(pid, port):
+    """Whether process `pid` holds a socket listening on the loopback's TCP `port` (so the server
+    answering there is that process, not another that took the port between free_port() and its
+    bind)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(fields[9])
+        except OSError:
+            continue
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False
+
+
 def wait_until(predicate, timeout, interval=0.05, what="condition"):
     """Polls `predicate` until it returns a truthy value; returns it, or raises AssertionError."""
     deadline = time.monotonic() + timeout
@@ -386,6 +415,19 @@ class RedisServer:
             time.sleep(0.02)
         return self
 
+    def start_on_a_free_port(self, attempts=4):
+        """start(), on another free port while the chosen one turns out taken meanwhile (the
+        server exits with "Address already in use"). For a server nothing knows the port of
+        yet."""
+        for attempt in range(attempts):
+            try:
+                return self.start()
+            except RuntimeError as exc:
+                if "in use" not in str(exc) or attempt + 1 == attempts:
+                    raise
+                self.port = free_port()
+        return self
+
     def _answering_pid(self):
         """process_id of the server answering on our port (None if it cannot tell)."""
         try:
@@ -567,6 +609,8 @@ def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocke
         if not ping_ok(proxy.port if tcp else None, unix=None if tcp else str(unixsocket),
                        timeout=1.0):
             return False
+        if tcp and not listens_on(proxy.process.pid, proxy.port):
+            return False  # another process answers on the port (this one then exits: retried)
         if unixsocket and tcp:
             wait_until(lambda: ping_ok(unix=str(unixsocket)), 5, what="unix socket")
         return True

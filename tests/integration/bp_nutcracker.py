@@ -15,7 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from bp_helpers import HOST, RawConn, RedisServer, _die_with_parent, free_port, tail
+from bp_helpers import (HOST, RawConn, RedisServer, _die_with_parent, free_port, listens_on,
+                        tail)
 
 NUTCRACKER = os.environ.get("NUTCRACKER_BIN", "nutcracker")
 
@@ -56,7 +57,7 @@ class Twemproxy:
 
     def start(self, timeout=10.0):
         for s in self.servers:
-            s.start()
+            s.start_on_a_free_port()
         for attempt in range(3):
             self.port = free_port()
             conf = self.dir / "nutcracker.yml"
@@ -73,7 +74,7 @@ class Twemproxy:
                 log.close()
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self.proc.poll() is None:
-                if self._answers():
+                if self._answers() and listens_on(self.proc.pid, self.port):
                     return self
                 time.sleep(0.02)
             self._kill()
