@@ -282,7 +282,7 @@ const Directive kDirectives[] = {
     Secret<&O::requirepass>("requirepass", "clients' password for user 'default'", kLive),
     // Applies to the AUTHs that follow; clients keep the login they have, as in Redis.
     Custom<&O::auth_mode>("auth-mode", 1, "MODE",
-        "who checks AUTH: auto, proxy, or upstream (its users)", ApplyAuthMode,
+        "who checks AUTH: auto, proxy or upstream", ApplyAuthMode,
         ShowAuthMode, kLive),
     Custom<&O::users>("user", -2, "NAME:PASS", "a user clients may AUTH as (repeatable)",
         ApplyUser, ShowUsers, kLive, true),
