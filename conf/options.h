@@ -201,11 +201,13 @@ struct Options {
 
 // Who checks AUTH under `o`: kProxy or kUpstream (auth-mode auto resolved). auto is the
 // upstream's unless the proxy has a password or users of its own, or the upstream is a sharding
-// proxy (twemproxy and Codis have no users; twemproxy closes the connection on HELLO).
+// proxy (twemproxy and Codis have no users; twemproxy closes the connection on HELLO) or a Redis
+// Cluster (a client's login would need connections of its own to every node: not done yet).
 inline AuthMode ResolvedAuthMode(const Options& o) {
   if (o.auth_mode != AuthMode::kAuto) return o.auth_mode;
   const bool own = !o.requirepass.empty() || !o.users.empty();
-  return own || o.upstream_kind == "sharding-proxy" ? AuthMode::kProxy : AuthMode::kUpstream;
+  const bool sharded = o.upstream_kind == "sharding-proxy" || !o.upstream_cluster.empty();
+  return own || sharded ? AuthMode::kProxy : AuthMode::kUpstream;
 }
 
 }  // namespace bloomproxy::conf

@@ -47,6 +47,9 @@ TEST(ConfigTest, AuthModeAutoResolves) {
   o.users.push_back(User{"alice", "a", {}});
   EXPECT_EQ(ResolvedAuthMode(o), AuthMode::kProxy);
   o.users.clear();
+  o.upstream_cluster = {"h:1"};
+  EXPECT_EQ(ResolvedAuthMode(o), AuthMode::kProxy);
+  o.upstream_cluster.clear();
   o.upstream_kind = "sharding-proxy";
   EXPECT_EQ(ResolvedAuthMode(o), AuthMode::kProxy);
   // Explicit modes keep their meaning.
