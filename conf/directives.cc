@@ -208,19 +208,29 @@ std::string ShowCfMode(const Directive&, const Options& o) {
 
 bool ApplyAuthMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
                    std::string* e) {
-  if (EqualsIgnoreCase(a[0], "proxy")) {
+  if (EqualsIgnoreCase(a[0], "auto")) {
+    s->options->auth_mode = AuthMode::kAuto;
+  } else if (EqualsIgnoreCase(a[0], "proxy")) {
     s->options->auth_mode = AuthMode::kProxy;
   } else if (EqualsIgnoreCase(a[0], "upstream")) {
     s->options->auth_mode = AuthMode::kUpstream;
   } else {
-    *e = Quote(a[0]) + " is not an auth mode (proxy, upstream)";
+    *e = Quote(a[0]) + " is not an auth mode (auto, proxy, upstream)";
     return false;
   }
   return true;
 }
 
 std::string ShowAuthMode(const Directive&, const Options& o) {
-  return o.auth_mode == AuthMode::kProxy ? "proxy" : "upstream";
+  switch (o.auth_mode) {
+    case AuthMode::kAuto:
+      return "auto";
+    case AuthMode::kProxy:
+      return "proxy";
+    case AuthMode::kUpstream:
+      break;
+  }
+  return "upstream";
 }
 
 using O = Options;
@@ -270,10 +280,10 @@ const Directive kDirectives[] = {
     Number<&O::upstream_timeout_ms, 0>("upstream-timeout-ms", "MS",
         "fail stalled upstream requests; 0 = never", kLive),
     Secret<&O::requirepass>("requirepass", "clients' password for user 'default'", kLive),
-    // Clients logged in keep their connections' user: a switch applies to new clients only.
+    // Applies to the AUTHs that follow; clients keep the login they have, as in Redis.
     Custom<&O::auth_mode>("auth-mode", 1, "MODE",
-        "who checks AUTH: proxy, or upstream (its users)", ApplyAuthMode,
-        ShowAuthMode, kRestart),
+        "who checks AUTH: auto, proxy or upstream", ApplyAuthMode,
+        ShowAuthMode, kLive),
     Custom<&O::users>("user", -2, "NAME:PASS", "a user clients may AUTH as (repeatable)",
         ApplyUser, ShowUsers, kLive, true),
     Number<&O::maxclients, 1>("maxclients", "N", "most client connections at once", kLive),

@@ -44,7 +44,11 @@ enum class BfMode {
 
 // Who checks a client's AUTH and HELLO AUTH (auth-mode).
 enum class AuthMode {
-  kProxy,     // the proxy, against requirepass and its own users (the default)
+  // The default: the upstream (as kUpstream) while the proxy has no requirepass and no user of
+  // its own and the upstream is a Redis server; else the proxy (as kProxy). A client that has not
+  // logged in runs as the proxy's own upstream login (upstream-user/upstream-password).
+  kAuto,
+  kProxy,     // the proxy, against requirepass and its own users
   kUpstream,  // the upstream: the client's commands run as the user it logged in as upstream
 };
 
@@ -136,9 +140,9 @@ struct Options {
   bool tls_session_caching = true;
 
   // Clients.
-  std::string requirepass;                // requirepass; env BLOOMPROXY_REQUIREPASS
-  AuthMode auth_mode = AuthMode::kProxy;  // who checks AUTH
-  std::vector<User> users;                // user NAME PASSWORD (repeatable)
+  std::string requirepass;               // requirepass; env BLOOMPROXY_REQUIREPASS
+  AuthMode auth_mode = AuthMode::kAuto;  // who checks AUTH
+  std::vector<User> users;               // user NAME PASSWORD (repeatable)
   // deny-command NAME (repeatable): commands the proxy refuses, answered like a command Redis
   // does not have (as redis.conf's rename-command NAME ""), e.g. FLUSHALL, CONFIG, DEBUG.
   std::vector<std::string> denied_commands;
@@ -194,5 +198,16 @@ struct Options {
   // same file and applies the same flags again.
   std::vector<std::string> command_line;
 };
+
+// Who checks AUTH under `o`: kProxy or kUpstream (auth-mode auto resolved). auto is the
+// upstream's unless the proxy has a password or users of its own, or the upstream is a sharding
+// proxy (twemproxy and Codis have no users; twemproxy closes the connection on HELLO) or a Redis
+// Cluster (a client's login would need connections of its own to every node: not done yet).
+inline AuthMode ResolvedAuthMode(const Options& o) {
+  if (o.auth_mode != AuthMode::kAuto) return o.auth_mode;
+  const bool own = !o.requirepass.empty() || !o.users.empty();
+  const bool sharded = o.upstream_kind == "sharding-proxy" || !o.upstream_cluster.empty();
+  return own || sharded ? AuthMode::kProxy : AuthMode::kUpstream;
+}
 
 }  // namespace bloomproxy::conf

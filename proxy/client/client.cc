@@ -209,10 +209,20 @@ void Client::ProcessInput() {
   }
 }
 
+bool Client::Authenticated() const {
+  return authenticated_ && (logged_in_ || !server_->upstream_login_required());
+}
+
 void Client::ProcessCommands() {
   while (paused_ == 0 && !closing_ && !in_.empty()) {
+    if (auth_in_flight_ > 0) {
+      // What follows an AUTH the upstream checks runs as what it answers, and is read with the
+      // request limits of that answer (Redis's for a client not logged in, or not).
+      Pause(kPauseBarrier);
+      break;
+    }
     size_t consumed = 0;
-    protocol::ParseStatus st = parser_.Parse(in_.view(), authenticated_, &consumed, &cmd_);
+    protocol::ParseStatus st = parser_.Parse(in_.view(), Authenticated(), &consumed, &cmd_);
     if (st == protocol::ParseStatus::kNeedMore) {
       in_.Consume(consumed);
       break;

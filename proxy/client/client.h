@@ -411,6 +411,10 @@ class Client {
   bool ParseHello(const protocol::Command& cmd, HelloArgs* args);
   // After authentication: the name, the protocol switch and HELLO's reply (or its error).
   std::string FinishHello(const HelloArgs& args);
+  // Whether the client may run commands (else -NOAUTH, and Redis's tighter request limits):
+  // authenticated with the proxy, and logged in unless the upstream checks AUTH and its default
+  // user needs a password the proxy's login does not give (Server::upstream_login_required).
+  bool Authenticated() const;
   // auth-mode upstream: sends AUTH [user] password upstream on a connection of the client's
   // own; its +OK logs the client in (hook kClientAuth). `hello`: HELLO is answered then.
   Dispatched AuthUpstream(const protocol::Command& cmd, std::string_view user,
@@ -641,10 +645,15 @@ class Client {
   // Identity.
   protocol::Resp resp_ = protocol::Resp::k2;
   uint16_t flavor_ = 0;
-  // auth-mode upstream: the login whose AUTH is upstream, and the HELLO that waits for it.
+  // auth-mode upstream: the login whose AUTH is upstream, and the HELLO that waits for it;
+  // while such an AUTH is upstream, the commands after it wait for its answer.
   std::string pending_user_, pending_password_;
   HelloArgs pending_hello_;
+  int auth_in_flight_ = 0;
+  // Authenticated as the proxy decides it: no password asked when the client connected, or
+  // logged in since (AUTH, HELLO AUTH); logged_in_: the latter. See Authenticated().
   bool authenticated_ = false;
+  bool logged_in_ = false;
   std::string user_ = "default";
   const CommandAcl* acl_ = nullptr;  // user_'s command rules; nullptr: every command
   std::string name_;

@@ -295,7 +295,7 @@ bool Client::Refused(const Command& cmd, const CommandInfo* info, const CommandI
     Refuse(errors::UnknownCommand(cmd.args[0], cmd.args.data() + 1, cmd.args.size() - 1));
     return true;
   }
-  if (!authenticated_) {
+  if (!Authenticated()) {
     // Redis checks existence and arity before authentication (src/server.c processCommand).
     filters::SketchFamily family;
     if (info == nullptr && filters::LookupSketchCommand(cmd.args[0], &family) &&

@@ -137,7 +137,7 @@ Client::Dispatched Client::HandleAuth(const Command& cmd) {
     ReplyLocal(errors::kWrongPass);
     return Dispatched::kDone;
   }
-  authenticated_ = true;
+  authenticated_ = logged_in_ = true;
   user_.assign(user);
   acl_ = server_->acl(user_);
   ReplyLocal("+OK\r\n");
@@ -205,7 +205,7 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
       ReplyLocal(errors::kWrongPass);
       return Dispatched::kDone;
     }
-    authenticated_ = true;
+    authenticated_ = logged_in_ = true;
     user_ = args.user;
     acl_ = server_->acl(user_);
   }
@@ -214,7 +214,7 @@ Client::Dispatched Client::HandleHello(const Command& cmd) {
 }
 
 std::string Client::FinishHello(const HelloArgs& args) {
-  if (!authenticated_) {
+  if (!Authenticated()) {
     return Error(
         "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
         "HELLO AUTH <user> <pass> option can be used to authenticate the client and select the "
@@ -263,13 +263,16 @@ Client::Dispatched Client::AuthUpstream(const Command& cmd, std::string_view use
   out.hook = Hook::kClientAuth;
   out.arg = hello ? 1 : 0;
   const Dispatched result = SendUpstream(cmd, out);
+  if (!replies_.empty() && replies_.back()->hook == out.hook && replies_.back()->in_flight) {
+    ++auth_in_flight_;  // until its reply (OnUpstreamFrame)
+  }
   // The connection now belongs to whoever the AUTH logs in: never reused by another flavor.
   if (pinned_ != nullptr) pinned_->mark_dirty();
   return result;
 }
 
 std::string Client::LoggedInUpstream(int64_t hello) {
-  authenticated_ = true;
+  authenticated_ = logged_in_ = true;
   user_ = pending_user_;
   acl_ = nullptr;  // the upstream applies the user's ACL
   flavor_ = server_->Flavor(resp_, true, pending_user_, pending_password_);
@@ -559,6 +562,7 @@ void Client::ResetClientState() {
   user_ = "default";
   acl_ = nullptr;
   authenticated_ = !server_->auth_required();
+  logged_in_ = false;
   // RESET speaks RESP2 again, as the default user (the one of a new connection).
   resp_ = protocol::Resp::k2;
   flavor_ = server_->DefaultFlavor(resp_);

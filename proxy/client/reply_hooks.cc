@@ -34,6 +34,7 @@ bool Client::OnUpstreamFrame(UpstreamConn* conn, Pending* slot, std::string_view
   const bool is_error = !frame.empty() && frame[0] == '-';
   if (is_error) slot->error_reply = true;  // (metrics)
   if (slot->queued && frame == "+QUEUED\r\n") ++queued_;
+  if (slot->hook == Hook::kClientAuth && auth_in_flight_ > 0) --auth_in_flight_;
   if (slot->hook != Hook::kNone && slot->client != nullptr) ApplyHook(slot, frame);
   // Subscribe-family confirmations are pushes: Redis sends them even under CLIENT REPLY OFF.
   if (!slot->suppress || slot->hook == Hook::kSubscribe) {

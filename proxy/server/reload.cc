@@ -1,11 +1,12 @@
 // SIGHUP: the configuration is loaded again (conf/reload.h: the same file, environment and flags
 // as at start) and what can change without a restart takes effect, without closing connections:
-// users and their rules, requirepass, deny-command, limits and timeouts, log level and format,
-// the BF.* defaults for new filters, the upstream's credentials for new connections, and the TLS
-// contexts (rebuilt from their files whether or not their paths changed, so that renewed
-// certificates are picked up). An option that needs a restart (listeners, upstream, threads...)
-// is logged and keeps its running value. A configuration that does not load, validate, compile
-// (users' rules) or whose TLS files do not load changes nothing: one warning line says why.
+// users and their rules, requirepass, auth-mode (for the AUTHs that follow), deny-command,
+// limits and timeouts, log level and format, the BF.* defaults for new filters, the upstream's
+// credentials for new connections, and the TLS contexts (rebuilt from their files whether or
+// not their paths changed, so that renewed certificates are picked up). An option that needs a
+// restart (listeners, upstream, threads...) is logged and keeps its running value. A configuration
+// that does not load, validate, compile (users' rules) or whose TLS files do not load changes
+// nothing: one warning line says why.
 //
 // With --threads N every loop has its own SIGHUP watcher (libuv signals every loop watching the
 // signal) and reloads its own state from its own copy of the options, reading the file itself.
@@ -113,8 +114,11 @@ void Server::Reload() {
   acls_ = std::move(acls);
   // Clients hold a pointer into the ACL table just replaced. A client whose user is gone is
   // closed, as Redis's ACL DELUSER does: it must not keep a login that no longer exists.
+  // A client logged in upstream (auth-mode upstream, or auto) keeps its login whatever the
+  // reload changed (auth-mode included): its user is the upstream's, which applies its ACL.
   std::vector<Client*> orphans;
   for (const auto& [id, c] : clients_) {
+    if (flavor(c->flavor_).client_user) continue;
     const bool known = c->user_ == "default" ||
                        std::any_of(options_.users.begin(), options_.users.end(),
                                    [c = c](const conf::User& u) { return u.name == c->user_; });

@@ -72,15 +72,24 @@ class Server {
   LocalLatency& local_latency() { return local_latency_; }
   UpstreamInfo& upstream_info() { return upstream_info_; }
   protocol::ReplyDecoder& decoder() { return decoder_; }
-  // Whether the proxy asks clients for a password (auth-mode proxy with requirepass).
-  bool auth_required() const {
-    return options_.auth_mode == conf::AuthMode::kProxy && !options_.requirepass.empty();
+  // Who checks AUTH now (auth-mode, auto resolved by conf::ResolvedAuthMode; a reload may
+  // change it: it applies to the AUTHs that follow).
+  bool upstream_auth() const {
+    return conf::ResolvedAuthMode(options_) == conf::AuthMode::kUpstream;
   }
-  bool upstream_auth() const { return options_.auth_mode == conf::AuthMode::kUpstream; }
+  // Whether the proxy asks clients for a password (the proxy checks AUTH, with requirepass).
+  bool auth_required() const { return !upstream_auth() && !options_.requirepass.empty(); }
+  // Whether a client that has not logged in must, because the upstream checks AUTH and the
+  // upstream's default user needs a password the proxy's own login does not give (the INFO of a
+  // password-less connection's handshake was answered -NOAUTH): such a client is answered as
+  // Redis answers one before AUTH (Client::Authenticated).
+  bool upstream_login_required() const { return upstream_noauth_ && upstream_auth(); }
+  // What the handshake of a connection with no password learned (UpstreamConn).
+  void set_upstream_noauth(bool noauth) { upstream_noauth_ = noauth; }
   // The flavor of a client that has not logged in: the proxy's own login, or with auth-mode
   // upstream none (the upstream's default user, as a new connection to it).
   uint16_t DefaultFlavor(protocol::Resp resp) {
-    return upstream_auth() ? Flavor(resp, true) : Flavor(resp);
+    return options_.auth_mode == conf::AuthMode::kUpstream ? Flavor(resp, true) : Flavor(resp);
   }
   bool shutting_down() const { return shutting_down_; }
   uint64_t NowMs() const { return uv_now(const_cast<uv_loop_t*>(&loop_)); }
@@ -196,6 +205,7 @@ class Server {
   LoopMetrics metrics_;
   LocalLatency local_latency_;
   UpstreamInfo upstream_info_;
+  bool upstream_noauth_ = false;  // set_upstream_noauth
   protocol::ReplyDecoder decoder_;
 
   uv_tcp_t tcp_listener_;

@@ -200,6 +200,8 @@ class UpstreamConn {
   void OnFrame(std::string_view frame);
   // A reply to a request the proxy made for itself (handshake, probe), or to a client that left.
   void OnInternalReply(Pending* slot, std::string_view frame);
+  // Whether its handshake logs in with no password (the upstream's default user).
+  bool LogsInWithoutPassword() const;
   void FailAll(const std::string& reply);
 
   Server* server_;

@@ -424,6 +424,12 @@ void UpstreamConn::OnFrame(std::string_view frame) {
   if (!slot->client->OnUpstreamFrame(this, slot, frame)) inflight_.push_front(slot);
 }
 
+bool UpstreamConn::LogsInWithoutPassword() const {
+  const ConnFlavor& flavor = server_->flavor(flavor_);
+  if (flavor.client_user) return flavor.user.empty() && flavor.password.empty();
+  return server_->options().upstream_password.empty();
+}
+
 void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
   // The reply is read here and dropped (a client that left gets nothing).
   const bool is_error = !frame.empty() && frame[0] == '-';
@@ -437,6 +443,10 @@ void UpstreamConn::OnInternalReply(Pending* slot, std::string_view frame) {
     delete slot;
     Close(auth ? "upstream authentication failed" : "upstream does not speak RESP3");
     return;
+  }
+  if (slot->hook == Hook::kServerInfo && LogsInWithoutPassword()) {
+    // Whether the upstream's default user needs a password (Server::upstream_login_required).
+    server_->set_upstream_noauth(is_error && frame.substr(0, 8) == "-NOAUTH ");
   }
   if (slot->hook == Hook::kServerInfo && !is_error) {
     protocol::ReplyPtr r = server_->decoder().Decode(frame);

@@ -78,6 +78,7 @@ void ExpectDefaults(const Options& o) {
   EXPECT_EQ(o.connect_timeout_ms, 2000);
   EXPECT_EQ(o.reconnect_max_ms, 500);
   EXPECT_EQ(o.requirepass, "");
+  EXPECT_EQ(o.auth_mode, AuthMode::kAuto);
   EXPECT_TRUE(o.users.empty());
   EXPECT_EQ(o.maxclients, 10000);
   EXPECT_EQ(o.timeout, 0);
