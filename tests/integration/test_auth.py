@@ -10,6 +10,9 @@ from bp_helpers import (BLOOMPROXY_BIN, HOST, RawConn, compare_with_redis, encod
                         replies_of)
 
 PASS = "s3cret"
+# The upstream's password: long enough that no random temporary path (which INFO and the log
+# show) can contain it.
+UPSTREAM_PW = "upstream-secret-7d1e"
 NOAUTH = b"-NOAUTH Authentication required.\r\n"
 WRONGPASS = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
 
@@ -152,7 +155,7 @@ def test_auth_without_configured_password_matches_redis(bp, redis_instance):
 
 @pytest.fixture
 def upstream_with_password(redis_factory):
-    return redis_factory(password="upw")
+    return redis_factory(password=UPSTREAM_PW)
 
 
 def _exercise_all_connection_kinds(p, direct):
@@ -176,13 +179,13 @@ def _exercise_all_connection_kinds(p, direct):
 
 
 def test_upstream_password_flag(proxy, upstream_with_password):
-    p = proxy("--upstream-password", "upw", upstream=upstream_with_password.address)
+    p = proxy("--upstream-password", UPSTREAM_PW, upstream=upstream_with_password.address)
     _exercise_all_connection_kinds(p, upstream_with_password.client())
 
 
 def test_upstream_password_from_environment(proxy, upstream_with_password):
     p = proxy(upstream=upstream_with_password.address,
-              env={"BLOOMPROXY_UPSTREAM_PASSWORD": "upw"})
+              env={"BLOOMPROXY_UPSTREAM_PASSWORD": UPSTREAM_PW})
     _exercise_all_connection_kinds(p, upstream_with_password.client())
 
 
@@ -202,12 +205,12 @@ def test_upstream_user_and_password(proxy, redis_factory):
 
 
 def test_proxy_and_upstream_passwords_together(proxy, upstream_with_password):
-    p = proxy("--requirepass", PASS, "--upstream-password", "upw",
+    p = proxy("--requirepass", PASS, "--upstream-password", UPSTREAM_PW,
               upstream=upstream_with_password.address)
     with RawConn(p.port) as c:
         c.send(cmd("GET", "k"))
         assert c.read_reply_raw() == NOAUTH
-        c.send(cmd("AUTH", "upw"))          # the upstream's password is not the proxy's
+        c.send(cmd("AUTH", UPSTREAM_PW))  # the upstream's password is not the proxy's
         assert c.read_reply_raw() == WRONGPASS
         assert c.command("AUTH", PASS) == b"OK"
         assert c.command("SET", "k", "v") == b"OK"
@@ -216,15 +219,15 @@ def test_proxy_and_upstream_passwords_together(proxy, upstream_with_password):
 
 def test_upstream_password_from_file(proxy, upstream_with_password, tmp_path):
     secret = tmp_path / "upstream.pw"
-    secret.write_text("upw\n")
+    secret.write_text(UPSTREAM_PW + "\n")
     p = proxy("--upstream-password-file", str(secret), upstream=upstream_with_password.address)
     _exercise_all_connection_kinds(p, upstream_with_password.client())
     # The password appears in neither the proxy's INFO nor its log.
     with RawConn(p.port) as c:
         info = c.command("INFO")
         client_list = c.command("CLIENT", "LIST")
-    assert b"upw" not in info and b"upw" not in client_list
-    assert "upw" not in "\n".join(line for line in p.log().splitlines()
+    assert UPSTREAM_PW.encode() not in info and UPSTREAM_PW.encode() not in client_list
+    assert UPSTREAM_PW not in "\n".join(line for line in p.log().splitlines()
                                  if not line.startswith("$ "))
 
 
