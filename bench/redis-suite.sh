@@ -82,9 +82,9 @@ run_side() {
   start_upstream "$dir/$way-redis"
   port="$SU_PORT"
   if [[ "$way" == proxy ]]; then
-    # The suite makes its users upstream (ACL SETUSER) and logs in as them: the upstream
-    # checks AUTH (auth-mode upstream). BLOOMPROXY_ARGS adds flags before this one.
-    start_bloomproxy "$SU_PORT" --auth-mode upstream
+    # The proxy runs with no options (BLOOMPROXY_ARGS adds some): the suite makes its users
+    # upstream (ACL SETUSER) and logs in as them, which auth-mode auto, the default, sends there.
+    start_bloomproxy "$SU_PORT"
     port="$PROXY_PORT"
     pid="$PROXY_PID"
   fi
