@@ -11,9 +11,9 @@
 # Environment:
 #   CLIENTS, PIPELINE   redis-benchmark -c / -P (default 50, 16)
 #   N            requests per run (default 500000)
-#   CAPACITY     the filters' capacity (default 40000000: RedisBloom's cuckoo filter, 2-slot
-#                buckets, first fails a kick chain near 9% load, so the CF stays one sub-filter
-#                over 3 rounds of N adds)
+#   CAPACITY     the filters' capacity (default 20000000: the cuckoo filter's first sub-filter is
+#                one data key of 32 MiB, on the proxy's fast paths, which take sub-filters of one
+#                data key, at most bf-max-shard-bytes; see bench/sketches.md)
 #   RUN_TIMEOUT  seconds before one run is killed (default 600)
 #   BUSY_WARN_PCT  flag runs during which other processes used >= this % of the CPUs (default 15)
 #   BLOOMPROXY_BIN, BLOOMPROXY_ARGS   see bench/lib.sh
@@ -28,7 +28,7 @@ parse_round_args "$@"   # ROUNDS, QUICK
 CLIENTS="${CLIENTS:-50}"
 PIPELINE="${PIPELINE:-16}"
 N="${N:-500000}"
-CAPACITY="${CAPACITY:-40000000}"
+CAPACITY="${CAPACITY:-20000000}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-600}"
 require_positive_ints CLIENTS PIPELINE N CAPACITY RUN_TIMEOUT
 ((QUICK)) && N=$(((N + 9) / 10))
