@@ -369,6 +369,8 @@ class Client {
   bool KeysInSeveralTags(const protocol::Command& cmd, const protocol::CommandInfo* info);
 
   // cluster_dispatch.cc
+  // On a cluster: true (paused) when in-flight commands were sent under another router epoch.
+  bool WaitsForRouteEpoch();
   // Where a command goes on a Redis Cluster: out->pool and out->slot for one node (kForward),
   // or split per node, sent to every master, or answered here (-CROSSSLOT).
   Dispatched RouteInCluster(const protocol::Command& cmd, const protocol::CommandInfo* info,
@@ -587,6 +589,7 @@ class Client {
   UpstreamPool* inflight_pool_ = nullptr;  // that connection's node
   bool inflight_shared_ = false;           // that connection is a shared one
   size_t inflight_ = 0;
+  uint64_t route_epoch_ = 0;  // the router's epoch when the in-flight commands were sent
   // Cluster routing: the key positions of the command being routed, the MULTI that waits for
   // its node, and the slot of the transaction's keys.
   std::vector<size_t> key_positions_;

@@ -164,6 +164,9 @@ Client::Dispatched Client::RouteCommand(const Command& cmd, const CommandInfo* i
     Pause(kPauseBarrier);
     return Dispatched::kRetryLater;
   }
+  if (!upstream_decides && server_->router().cluster() && WaitsForRouteEpoch()) {
+    return Dispatched::kRetryLater;
+  }
   if (RefusedInTransaction(cmd, route)) return Dispatched::kDone;
   if (!upstream_decides) {
     const Dispatched d = HandleHere(cmd, route, info, sub, name);

@@ -46,6 +46,19 @@ int Client::CommandSlot(const Command& cmd, const CommandInfo* info) {
   return slot;
 }
 
+bool Client::WaitsForRouteEpoch() {
+  // One client's commands run in its order: none overtakes one sent before a slot changed node
+  // or a request was held (ClusterRouter::epoch); it waits for their replies instead.
+  const uint64_t epoch = server_->router().epoch();
+  if (inflight_ == 0) {
+    route_epoch_ = epoch;
+    return false;
+  }
+  if (route_epoch_ == epoch) return false;
+  Pause(kPauseBarrier);
+  return true;
+}
+
 Client::Dispatched Client::RouteInCluster(const Command& cmd, const CommandInfo* info,
                                           const Route& route, Outgoing* out) {
   ClusterRouter& router = server_->router();

@@ -220,6 +220,7 @@ void ClusterRouter::ApplyRanges(const std::vector<protocol::SlotRange>& ranges) 
     for (const UpstreamPool* m : masters) list += (list.empty() ? "" : " ") + m->address().text;
     LOG_NOTICE("cluster masters: %s", list.c_str());
   }
+  if (slots != slots_) ++epoch_;
   slots_ = slots;
   masters_ = std::move(masters);
   map_known_ = true;
@@ -236,7 +237,9 @@ bool ClusterRouter::Redirect(UpstreamConn* from, Pending* slot, const protocol::
       if (pool == nullptr) return false;
       const bool moved = redirect.kind == protocol::RedirectKind::kMoved;
       if (moved && redirect.slot >= 0 && redirect.slot < protocol::kClusterSlots) {
-        slots_[static_cast<size_t>(redirect.slot)] = pool;
+        UpstreamPool*& owner = slots_[static_cast<size_t>(redirect.slot)];
+        if (owner != pool) ++epoch_;
+        owner = pool;
         RefreshSoon();
       }
       slot->asking = !moved;
@@ -284,6 +287,7 @@ bool ClusterRouter::SendTo(UpstreamPool* pool, Pending* slot) {
 }
 
 void ClusterRouter::Hold(Pending* slot, uint64_t delay_ms, std::string_view error) {
+  ++epoch_;  // what a client sends from now on must not overtake it
   held_.push_back({slot, server_->NowMs() + delay_ms, std::string(error)});
 }
 

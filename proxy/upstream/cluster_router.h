@@ -16,6 +16,12 @@
 //
 // A held request that finds no node within kHoldMs gets Redis's own error (the TRYAGAIN or
 // CLUSTERDOWN it got, or -CLUSTERDOWN Hash slot not served / The cluster is down).
+//
+// A client's pipeline keeps its order across a redirection through the router's epoch, which
+// moves on whenever a slot changes node in the map or a request is held. A client sends a
+// command only under the epoch its in-flight commands were sent under; otherwise it waits for
+// their replies first (Client::RouteInCluster). Without this, a GET sent to a slot's old node
+// and redirected could run after a SET the same client sent later, straight to the new node.
 #pragma once
 
 #include <uv.h>
@@ -52,6 +58,8 @@ class ClusterRouter {
   void CloseAll();
 
   bool cluster() const { return cluster_; }
+  // Moves on when a slot changes node or a request is held (the order of a client's commands).
+  uint64_t epoch() const { return epoch_; }
 
   // The pool of the master serving `slot`; null when no node is known for it.
   UpstreamPool* ForSlot(int slot) const { return slots_[static_cast<size_t>(slot)]; }
@@ -125,6 +133,7 @@ class ClusterRouter {
   uv_timer_t timer_;
   bool timer_started_ = false;
   bool closing_ = false;
+  uint64_t epoch_ = 0;
   uint64_t next_refresh_ms_ = 0;
   uint64_t refresh_started_ms_ = 0;
   bool refreshing_ = false;
