@@ -47,7 +47,21 @@ struct BfRequest {
   InfoField info_field = InfoField::kAll;
   int64_t iterator = 0;   // SCANDUMP / LOADCHUNK
   std::string_view data;  // LOADCHUNK
+  // Windowed filters (docs/windowed-filters.md): BF.RESERVE's and BF.INSERT's WINDOW ms
+  // [SLOTS g], or a bf-window rule's (0: a plain filter); BF.INSERT's TTL ms (0: the window).
+  uint64_t window_ms = 0;
+  uint32_t slots = 0;  // g; 0 with a window means kDefaultWindowSlots
+  uint64_t ttl_ms = 0;
+  // Internal, for a windowed filter's slots: every key the plan creates gets PEXPIREAT
+  // expire_at_ms, and the filter gets no marker (0: an ordinary filter).
+  int64_t expire_at_ms = 0;
 };
+
+// Windowed filters' limits (docs/windowed-filters.md).
+inline constexpr uint32_t kDefaultWindowSlots = 3;
+inline constexpr uint32_t kMinWindowSlots = 2;
+inline constexpr uint32_t kMaxWindowSlots = 64;
+inline constexpr uint64_t kMaxWindowMs = 10ULL * 366 * 24 * 3600 * 1000;  // ten years
 
 // Whether the command creates the filter when its name is free: RESERVE, ADD, MADD, INSERT
 // without NOCREATE, and LOADCHUNK of the header (iterator 1).

@@ -130,6 +130,14 @@ MetaStatus MetaFromFields(std::string_view name,
           meta->shard_bytes > kMaxShardBytes) {
         fail(field);
       }
+    } else if (field == "window") {
+      if (!ParseU64(value, &meta->window_ms) || meta->window_ms == 0 ||
+          meta->window_ms > kMaxWindowMs) {
+        fail(field);
+      }
+    } else if (field == "slots") {
+      if (!ParseU64(value, &v) || v < kMinWindowSlots || v > kMaxWindowSlots) fail(field);
+      meta->slots = static_cast<uint32_t>(v);
     } else if (field.size() > 1 && field[0] == 'l' && ParseU64(field.substr(1), &v)) {
       link_fields.emplace_back(v, value);
     }
@@ -161,14 +169,15 @@ MetaStatus MetaFromFields(std::string_view name,
     if (meta->expansion == 0) fail("expansion");
   }
   if (strict) {
-    const char* missing = !have_id              ? "id"
-                          : !have_shard         ? "shard"
-                          : !have_options       ? "options"
-                          : !have_error         ? "error"
-                          : !have_capacity      ? "capacity"
-                          : !have_expansion     ? "expansion"
-                          : link_fields.empty() ? "l0"
-                                                : nullptr;
+    const char* missing = !have_id                                   ? "id"
+                          : !have_shard                              ? "shard"
+                          : !have_options                            ? "options"
+                          : !have_error                              ? "error"
+                          : !have_capacity                           ? "capacity"
+                          : !have_expansion                          ? "expansion"
+                          : meta->windowed() && meta->slots == 0     ? "slots"
+                          : link_fields.empty() && !meta->windowed() ? "l0"
+                                                                     : nullptr;
     if (missing != nullptr) {
       *problem = std::string("the filter's metadata has no field '") + missing + "'";
       return MetaStatus::kDamaged;
@@ -249,6 +258,9 @@ std::vector<std::string> MetaHashFields(const FilterMeta& meta) {
                                      U64(meta.options),
                                      "shard",
                                      U64(meta.shard_bytes)};
+  if (meta.windowed()) {
+    fields.insert(fields.end(), {"window", U64(meta.window_ms), "slots", U64(meta.slots)});
+  }
   for (size_t l = 0; l < meta.links.size(); ++l) {
     fields.push_back("l" + std::to_string(l));
     fields.push_back(EncodeLink(meta.links[l]));
@@ -279,6 +291,12 @@ FilterMeta NewFilterMeta(std::string_view name, const BfRequest& req, const Dump
   meta.capacity = req.capacity;
   meta.expansion = req.nonscaling ? 0 : req.expansion;
   meta.options = req.nonscaling ? kOptionsNonScaling : kOptionsScaling;
+  if (req.window_ms > 0) {
+    // A windowed filter's items are in its slots, each a filter of its own.
+    meta.window_ms = req.window_ms;
+    meta.slots = req.slots > 0 ? req.slots : kDefaultWindowSlots;
+    return meta;
+  }
   meta.links.push_back(ChainLink(meta.error, meta.capacity, meta.expansion, req.nonscaling, 0));
   meta.counts.push_back(0);
   return meta;

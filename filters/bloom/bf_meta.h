@@ -40,6 +40,7 @@ struct BfConfig {
 //   id          hex        random, part of every data key name
 //   error capacity expansion options shard      the chain's parameters
 //   l0 l1 ...   "bytes bits capacity k n2 error bpe"   one field per link (doubles as hex bits)
+//   window slots   a windowed filter's window (ms) and slot count; it has no links
 //
 // and each link's item count in its count key (INCRBY), its bits in its shard keys.
 struct FilterMeta {
@@ -71,6 +72,21 @@ struct FilterMeta {
     static constexpr uint32_t kWindow = 4096;
   };
   ProbeTally probes;
+
+  // A windowed filter (docs/windowed-filters.md): its window and slots (0: a plain filter).
+  // Its hash has no links; its items are in slot filters (filters/bloom/window/).
+  uint64_t window_ms = 0;
+  uint32_t slots = 0;
+  bool windowed() const { return window_ms > 0; }
+  // This proxy's bracket of the upstream's clock for a windowed filter, from the last TIME it
+  // read there (filters/bloom/window/window_clock.h). Not stored upstream.
+  struct ClockSample {
+    bool known = false;
+    int64_t sent_us = 0;      // local monotonic time when the TIME request was made
+    int64_t read_us = 0;      // ... and when its reply was read
+    int64_t upstream_us = 0;  // the upstream's time in the reply (Unix µs)
+  };
+  ClockSample clock;
 
   // Whether the chain never adds links (BF.RESERVE ... NONSCALING).
   bool nonscaling() const { return (options & kOptNoScaling) != 0; }
