@@ -245,7 +245,7 @@ void BfPlan::OnFetch(StepReplies& r, PlanStep* step) {
     return Create(step);
   }
   if (req_.command == BfCommand::kReserve) return Finish(step, std::string(kItemExists));
-  if (req_.command == BfCommand::kLoadChunk && req_.iterator == 1) {
+  if (req_.command == BfCommand::kLoadChunk && req_.iterator == 1 && !meta->windowed()) {
     return Finish(step, std::string(kBadData));
   }
   meta_ = meta;

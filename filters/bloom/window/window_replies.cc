@@ -125,8 +125,8 @@ std::string InfoOfSlots(const std::vector<std::string>& replies, InfoField field
       InfoReply(field, static_cast<int64_t>(meta.capacity), size, filters, items, expansion);
   if (field != InfoField::kAll || out.rfind("*10\r\n", 0) != 0) return out;
   out.replace(0, 5, "*14\r\n");
-  out += Bulk("Window") + Integer(static_cast<int64_t>(meta.window_ms));
-  out += Bulk("Slots") + Integer(meta.slots);
+  out += "+Window\r\n" + Integer(static_cast<int64_t>(meta.window_ms));
+  out += "+Slots\r\n" + Integer(meta.slots);
   return out;
 }
 
