@@ -54,6 +54,7 @@ class WindowPlan : public Plan {
   std::string name_;
   std::vector<std::string> items_;
   std::vector<BfMember> members_;
+  std::vector<BfMember> lookup_members_;  // the lookups' members (adds: one per item)
   std::shared_ptr<FilterMeta> meta_;
   FilterCache* cache_;
   const BfConfig* config_;
@@ -175,13 +176,23 @@ void WindowPlan::Begin(PlanStep* step, int64_t add_time_ms, const ClockBracket& 
     BfRequest add = SlotRequest(req_.command, e);
     add.expire_at_ms = SlotEnd(Shape(), e);
     add_sub_ = subs_.Add(MakeBatchPlan(add, members_, cache_, config_));
+    // The other live slots are looked up item by item (single-item lookups are probed: an
+    // absent item costs one bit read per link, bf_plan_read.cc).
+    lookup_members_.clear();
+    for (size_t i = 0; i < items_.size(); ++i) lookup_members_.push_back({i, 1, false});
     for (int64_t o = live.first; o <= live.last; ++o) {
-      if (o != e) subs_.Add(MakeBfPlan(SlotRequest(BfCommand::kMExists, o), cache_, config_));
+      if (o == e) continue;
+      subs_.Add(
+          MakeBatchPlan(SlotRequest(BfCommand::kMExists, o), lookup_members_, cache_, config_));
+    }
+  } else if (req_.command == BfCommand::kExists || req_.command == BfCommand::kMExists) {
+    lookup_members_ = members_;
+    for (int64_t o = live.first; o <= live.last; ++o) {
+      subs_.Add(MakeBatchPlan(SlotRequest(BfCommand::kMExists, o), members_, cache_, config_));
     }
   } else {
-    const BfCommand each = req_.command == BfCommand::kExists ? BfCommand::kMExists : req_.command;
     for (int64_t o = live.first; o <= live.last; ++o) {
-      subs_.Add(MakeBfPlan(SlotRequest(each, o), cache_, config_));
+      subs_.Add(MakeBfPlan(SlotRequest(req_.command, o), cache_, config_));
     }
   }
   AddValidation(step);
@@ -229,7 +240,10 @@ void WindowPlan::FinishAdd(PlanStep* step) {
   for (size_t i = 0; i < subs_.size(); ++i) {
     if (i == add_sub_) continue;
     std::string error;
-    if (!FoundItems(subs_.reply(i), &elsewhere, &error)) return Finish(step, error);
+    if (!FoundInMembers(subs_.reply(i), subs_.member_replies(i), lookup_members_, &elsewhere,
+                        &error)) {
+      return Finish(step, error);
+    }
   }
   member_replies_.clear();
   for (size_t m = 0; m < members_.size(); ++m) {
@@ -245,9 +259,12 @@ void WindowPlan::FinishLookup(PlanStep* step) {
     case BfCommand::kExists:
     case BfCommand::kMExists: {
       std::vector<bool> found(items_.size(), false);
-      for (const std::string& reply : replies) {
+      for (size_t i = 0; i < subs_.size(); ++i) {
         std::string error;
-        if (!FoundItems(reply, &found, &error)) return Finish(step, error);
+        if (!FoundInMembers(subs_.reply(i), subs_.member_replies(i), lookup_members_, &found,
+                            &error)) {
+          return Finish(step, error);
+        }
       }
       member_replies_.clear();
       for (const BfMember& m : members_) member_replies_.push_back(LookupReply(m, found));

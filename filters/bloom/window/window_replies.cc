@@ -71,6 +71,36 @@ bool FoundItems(std::string_view reply, std::vector<bool>* found, std::string* e
   return true;
 }
 
+bool FoundInMembers(const std::string& reply, const std::vector<std::string>& member_replies,
+                    const std::vector<BfMember>& members, std::vector<bool>* found,
+                    std::string* error) {
+  if (member_replies.size() != members.size()) {
+    *error =
+        !reply.empty() && reply[0] == '-'
+            ? reply
+            : Unexpected(Named("BF.MEXISTS"), "a slot's lookup answered " + DescribeFrame(reply));
+    return false;
+  }
+  for (size_t m = 0; m < members.size(); ++m) {
+    const std::string& r = member_replies[m];
+    std::vector<bool> mine(members[m].count, false);
+    if (members[m].multi) {
+      if (!FoundItems(r, &mine, error)) return false;
+    } else if (r == ":1\r\n" || r == ":0\r\n") {
+      mine.assign(1, r == ":1\r\n");
+    } else {
+      *error = r.empty() || r[0] != '-'
+                   ? Unexpected(Named("BF.EXISTS"), "a slot's lookup answered " + DescribeFrame(r))
+                   : r;
+      return false;
+    }
+    for (size_t i = 0; i < mine.size(); ++i) {
+      if (mine[i] && members[m].start + i < found->size()) (*found)[members[m].start + i] = true;
+    }
+  }
+  return true;
+}
+
 std::string NotNewWhere(const std::string& reply, const BfMember& member,
                         const std::vector<bool>& elsewhere) {
   std::vector<std::string_view> lines;

@@ -15,6 +15,13 @@ namespace bloomproxy::filters {
 // give) when it is an error or no array of 0s and 1s of found->size().
 bool FoundItems(std::string_view reply, std::vector<bool>* found, std::string* error);
 
+// ORs into *found the items a slot's lookup plan found, from its members' replies (each a
+// BF.EXISTS or BF.MEXISTS reply for `members`), or from its one reply when it has none (an
+// error for all, given back in *error with false).
+bool FoundInMembers(const std::string& reply, const std::vector<std::string>& member_replies,
+                    const std::vector<BfMember>& members, std::vector<bool>* found,
+                    std::string* error);
+
 // A member's add reply (":1", or an array of ":0"/":1"/errors) with every item found in
 // another live slot (`elsewhere`, over all items) answered 0: it was not new to the window.
 std::string NotNewWhere(const std::string& reply, const BfMember& member,
