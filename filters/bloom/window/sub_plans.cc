@@ -21,12 +21,12 @@ void SubPlans::Settle(Sub& sub) {
   sub.step = PlanStep();
 }
 
-void SubPlans::Start(PlanStep* step) {
+size_t SubPlans::Start(PlanStep* step) {
   for (Sub& sub : subs_) {
     sub.plan->Start(&sub.step);
     Settle(sub);
   }
-  Next(step);
+  return Next(step);
 }
 
 size_t SubPlans::Next(PlanStep* step) {

@@ -22,8 +22,9 @@ class SubPlans {
   size_t Add(std::unique_ptr<Plan> plan);
   size_t size() const { return subs_.size(); }
 
-  // Starts every plan and appends their first requests to `step`.
-  void Start(PlanStep* step);
+  // Starts every plan and appends their first requests to `step`, after the last requests of
+  // plans that ended at once; returns how many replies those are (to drop), as Next().
+  size_t Start(PlanStep* step);
   // Appends to `step` what the next step sends: the finished plans' last requests (replies to
   // drop), then the running plans' requests. Returns how many leading replies are to be
   // dropped.

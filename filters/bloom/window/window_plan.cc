@@ -196,8 +196,11 @@ void WindowPlan::Begin(PlanStep* step, int64_t add_time_ms, const ClockBracket& 
     }
   }
   AddValidation(step);
-  subs_.Start(step);
-  drop_ = 0;
+  drop_ = subs_.Start(step);
+  if (subs_.done()) {
+    // Every slot's plan answered without a request (none does today): nothing to wait for.
+    return Adding() ? FinishAdd(step) : FinishLookup(step);
+  }
 }
 
 void WindowPlan::OnReplies(StepReplies& r, PlanStep* step) {
