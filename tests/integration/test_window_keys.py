@@ -13,7 +13,8 @@ the proxy; the upstream's keys and their expiries are checked directly after eac
 - RENAME and RENAMENX take the slots along under the new prefix, with their expiries; MOVE too;
 - MEMORY USAGE is the sum over every key; OBJECT FREQ / IDLETIME look at the slots' data keys
   and the marker, not at the name's nor at a slot's hash (metadata);
-- a slot missing from the live range (never written, or expired) is skipped.
+- a slot missing from the live range (never written, or expired) is skipped;
+- WATCH of the name fires on a write to a live slot, and on a new slot's creation.
 
 Standalone and on a Redis Cluster (3 masters) where the command exists there.
 """
@@ -337,3 +338,27 @@ def test_slots_beyond_the_live_range_are_not_the_filters(standalone):
     assert standalone.keys() == {k.encode() for k in far}
     assert not any(r.exists(k) for k in near)
 
+
+def test_watch_sees_writes_to_the_slots(env):
+    r = env.node()
+    w = HandWindow(r, NAME, skip=(2,))
+    first, middle = sorted(w.slots)
+    missing = middle + 1
+    data_key = w.slots[middle][1][1]
+
+    def watched_exec(write):
+        with env.proxy.raw() as c:
+            assert raw(c, "WATCH", NAME) == OK
+            write()
+            assert raw(c, "MULTI") == OK
+            assert raw(c, "PING") == b"+QUEUED\r\n"
+            return raw(c, "EXEC")
+
+    assert watched_exec(lambda: None) == b"*1\r\n+PONG\r\n"
+    assert watched_exec(lambda: r.set("{kw}unrelated", "1")) == b"*1\r\n+PONG\r\n"
+    # A write to a live slot's data key (an add) ...
+    assert watched_exec(lambda: r.setrange(data_key, 0, b"\x02")) == b"*-1\r\n"
+    # ... a new link in a slot (a write of the slot's hash) ...
+    assert watched_exec(lambda: r.hset(w.slot_name(first), "l2", "x")) == b"*-1\r\n"
+    # ... and a slot created (an add in a slot of the window not written before).
+    assert watched_exec(lambda: w.add_slot(missing)) == b"*-1\r\n"
