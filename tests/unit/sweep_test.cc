@@ -98,7 +98,9 @@ TEST(ParseSweepKeyTest, SlotsAndTheirOwners) {
       ASSERT_TRUE(ParseSweepKey(slot, &k)) << slot;
       EXPECT_TRUE(HasOwner(k, name, "bloomproxy", kId, "window")) << slot;
       for (const SweepOwner& o : k.owners) {
-        if (o.field == "window") EXPECT_EQ(DataKeyPrefix(o.name), p) << slot;
+        if (o.field == "window") {
+          EXPECT_EQ(DataKeyPrefix(o.name), p) << slot;
+        }
       }
       ASSERT_TRUE(ParseSweepKey(BitsKey(slot, kSlotId, 2, 1), &k)) << slot;
       EXPECT_TRUE(HasOwner(k, slot, "bloomproxy", kSlotId, "l2")) << slot;
