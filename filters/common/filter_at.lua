@@ -22,7 +22,7 @@ local function sketch_parts(p, id, width, depth, part)
   for i = 0, math.ceil(width * depth / part) - 1 do keys[#keys + 1] = p .. ':cms:' .. id .. ':' .. i end
   return keys
 end
-local cuckoo_keys  -- (below filter_at, so that no hash read comes before a marker check)
+local cuckoo_keys, window_keys  -- (below filter_at, so that no read comes before a marker check)
 local function unlink_all(m, keys)
   redis.call('UNLINK', m)
   for i = 1, #keys, 1000 do redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys))) end
@@ -50,26 +50,6 @@ local function link_keys(p, f)
   end
   return keys
 end
--- A windowed filter's keys: every live slot that exists, its name and its own data keys (a slot
--- whose hash does not parse still has its name listed: it is this filter's key).
-local function window_keys(p, id, w, g)
-  local live = live_slots(p, id, w, g)
-  if not live then return nil end
-  local keys, slots = {}, {}
-  for _, s in ipairs(live) do
-    if redis.call('EXISTS', s.name) == 1 then
-      local own = nil
-      if redis.call('TYPE', s.name).ok == 'hash' then
-        own = link_keys(s.name, redis.call('HMGET', s.name, unpack(LINK_FIELDS)))
-      end
-      s.keys = own or {}
-      keys[#keys + 1] = s.name
-      for _, d in ipairs(s.keys) do keys[#keys + 1] = d end
-      slots[#slots + 1] = s
-    end
-  end
-  return keys, slots
-end
 local function filter_at(k, p)
   local m = p .. ':bf:m:' .. k
   if not marked(m) then
@@ -93,6 +73,26 @@ local function filter_at(k, p)
   if f[1] ~= '1' then return m, nil end
   if f[72] then return m, window_keys(p, f[2], f[72], f[73]) end
   return m, link_keys(p, f)
+end
+-- A windowed filter's keys: every live slot that exists, its name and its own data keys (a slot
+-- whose hash does not parse still has its name listed: it is this filter's key).
+window_keys = function(p, id, w, g)
+  local live = live_slots(p, id, w, g)
+  if not live then return nil end
+  local keys, slots = {}, {}
+  for _, s in ipairs(live) do
+    if redis.call('EXISTS', s.name) == 1 then
+      local own = nil
+      if redis.call('TYPE', s.name).ok == 'hash' then
+        own = link_keys(s.name, redis.call('HMGET', s.name, unpack(LINK_FIELDS)))
+      end
+      s.keys = own or {}
+      keys[#keys + 1] = s.name
+      for _, d in ipairs(s.keys) do keys[#keys + 1] = d end
+      slots[#slots + 1] = s
+    end
+  end
+  return keys, slots
 end
 -- A cuckoo filter's data keys (filters/cuckoo/cf_layout.lua): sub-filter i of nb * ex^i buckets
 -- of bs bytes, in keys of sh bytes.
