@@ -8,7 +8,9 @@ of what the key commands, KEYS/SCAN, WATCH and the sweep do to one:
   P:bf:<id>:w<e>             hash    slot e: a filter of its own (id <sid>, links l0 l1)
   P:bf:<id>:w<e>:bf:<sid>:<l>.<s>, ...:<l>:n    its shards and counts
 
-with P = DataKeyPrefix(N); every key of slot e carries PEXPIREAT SlotEnd(e) = ceil(e·W/(g−1)).
+with P = DataKeyPrefix(N); slot e's hash carries PEXPIREAT SlotEnd(e) = ceil(e·W/(g−1)), its data
+keys DATA_GRACE_MS later (filters/bloom/bf_plan_create.cc: a slot ending mid-pipeline reads as
+gone, never as a name without its bits).
 """
 
 import secrets
@@ -45,6 +47,7 @@ def upstream_ms(r):
     return seconds * 1000 + micros // 1000
 
 
+DATA_GRACE_MS = 100
 SHARD = 64
 # Two links per slot: 128 bytes (2 shards of 64) and 256 bytes (4 shards).
 LINKS = [(128, 100), (256, 200)]
@@ -92,8 +95,9 @@ class HandWindow:
             keys.append(f"{slot}:bf:{sid}:{i}:n")
         self.r.hset(slot, mapping=fields)
         end = ends if ends is not None else slot_end(e, self.w, self.g)
-        for k in keys:
-            assert self.r.pexpireat(k, end)
+        assert self.r.pexpireat(slot, end)
+        for k in keys[1:]:
+            assert self.r.pexpireat(k, end + DATA_GRACE_MS)
         self.slots[e] = (end, keys)
         return keys
 
@@ -104,9 +108,16 @@ class HandWindow:
         """Every key of the filter: name, marker, slots."""
         return {self.name.encode(), self.marker.encode()} | self.slot_keys()
 
-    def ends(self):
-        """{key: its own end} of every slot key."""
-        return {k.encode(): end for end, keys in self.slots.values() for k in keys}
+    def ends(self, at=None):
+        """{key: its expiry} of every slot key: the slot's end (its data keys' DATA_GRACE_MS
+        later), or the user's expiry `at` of the name when that is earlier."""
+        out = {}
+        for end, keys in self.slots.values():
+            if at is not None:
+                end = min(end, at)
+            out[keys[0].encode()] = end
+            out.update({k.encode(): end + DATA_GRACE_MS for k in keys[1:]})
+        return out
 
     def renamed(self, to):
         """Its keys once RENAMEd to `to`: slots under the new prefix."""

@@ -14,10 +14,14 @@ the proxy; the upstream's keys and their expiries are checked directly after eac
 - MEMORY USAGE is the sum over every key; OBJECT FREQ / IDLETIME look at the slots' data keys
   and the marker, not at the name's nor at a slot's hash (metadata);
 - a slot missing from the live range (never written, or expired) is skipped;
+- on slots the proxy's own plan created (BF.ADD on a windowed name), EXPIRE then PERSIST give
+  back exactly the expiries the plan set, and the items are found after RENAME;
 - WATCH of the name fires on a write to a live slot, and on a new slot's creation.
 
 Standalone and on a Redis Cluster (3 masters) where the command exists there.
 """
+
+import time
 
 import pytest
 
@@ -145,9 +149,10 @@ def test_expire_never_later_than_a_slots_end(env):
         at = w.slots[middle][0]
         assert raw(c, "PEXPIREAT", NAME, str(at)) == b":1\r\n"
         assert env.expiries(name_and_marker) == dict.fromkeys(name_and_marker, at)
-        assert env.expiries(w.slot_keys()) == {k: min(e, at) for k, e in ends.items()}
-        assert set(env.expiries(w.slots[first][1]).values()) == {w.slots[first][0]}
-        assert set(env.expiries(w.slots[last][1]).values()) == {at}
+        assert env.expiries(w.slot_keys()) == w.ends(at)
+        assert set(env.expiries(w.slots[first][1]).values()) == \
+            {w.slots[first][0], w.slots[first][0] + 100}
+        assert set(env.expiries(w.slots[last][1]).values()) == {at, at + 100}
         # Later again (GT): back to each slot's own end, never past it.
         assert raw(c, "PEXPIRE", NAME, "200000000", "GT") == b":1\r\n"
         assert env.expiries(w.slot_keys()) == ends
@@ -314,7 +319,7 @@ def test_missing_and_expired_slots_are_skipped(env):
     with env.proxy.raw() as c:
         assert c.command("MEMORY", "USAGE", NAME) == sum(r.memory_usage(k) for k in w.keys())
         # Wait until the first slot ended: Redis drops it, the others stay.
-        wait_until(lambda: upstream_ms(r) > w.slots[first][0] + 50, 10, what="a slot's end")
+        wait_until(lambda: upstream_ms(r) > w.slots[first][0] + 150, 10, what="a slot's end")
         left = w.keys() - {k.encode() for k in w.slots[first][1]}
         assert raw(c, "EXPIRE", NAME, "100") == b":1\r\n"
         assert {k for k in w.keys() if r.exists(k)} == left
@@ -362,3 +367,60 @@ def test_watch_sees_writes_to_the_slots(env):
     assert watched_exec(lambda: r.hset(w.slot_name(first), "l2", "x")) == b"*-1\r\n"
     # ... and a slot created (an add in a slot of the window not written before).
     assert watched_exec(lambda: w.add_slot(missing)) == b"*-1\r\n"
+
+
+def test_slots_the_plan_made(env):
+    """Slots created by BF.ADD through the proxy, on a windowed filter's name and marker as
+    BF.RESERVE ... WINDOW writes them: the key commands find them, EXPIRE then PERSIST give back
+    exactly the expiries the plan set (a slot's hash at its end, its data keys a little later),
+    and the filter answers as before after RENAME."""
+    r = env.node()
+    w = HandWindow(r, NAME, w=64000, g=64, skip=range(100))  # slots of about 1 s, none yet
+    items = ["x0", "x1", "x2"]
+    with env.proxy.raw() as c:
+        for i, item in enumerate(items):
+            if i:
+                time.sleep(1.1)  # the next add goes to the next slot
+            assert c.command("BF.ADD", NAME, item) == 1
+        slot_keys = env.keys() - {NAME.encode(), w.marker.encode()}
+        names = {k for k in slot_keys if r.type(k) == b"hash"}
+        assert len(names) == 3, sorted(slot_keys)
+        own = env.expiries(slot_keys)
+        for k in slot_keys - names:
+            slot = next(n for n in names if k.startswith(n + b":bf:"))
+            assert own[k] == own[slot] + 100, k
+        assert c.command("KEYS", "*") == [NAME.encode()]
+        assert raw(c, "TYPE", NAME) == b"+MBbloom--\r\n"
+        assert c.command("MEMORY", "USAGE", NAME) == \
+            sum(r.memory_usage(k) for k in slot_keys | {NAME.encode(), w.marker.encode()})
+        assert raw(c, "EXPIRE", NAME, "10") == b":1\r\n"
+        at = r.pexpiretime(NAME)
+        assert env.expiries(slot_keys) == {k: at if k in names else at + 100 for k in slot_keys}
+        assert raw(c, "PERSIST", NAME) == b":1\r\n"
+        assert env.expiries(slot_keys) == own
+        assert c.command("BF.MEXISTS", NAME, *items, "absent") == [1, 1, 1, 0]
+        assert raw(c, "RENAME", NAME, OTHER) == OK
+        moved = {OTHER.encode() + k[len(NAME):]: e for k, e in own.items()}
+        assert env.keys() == set(moved) | {OTHER.encode(), f"{{kw}}other:bf:m:{OTHER}".encode()}
+        assert env.expiries(moved) == moved
+        assert c.command("BF.MEXISTS", OTHER, *items, "absent") == [1, 1, 1, 0]
+        assert c.command("BF.ADD", OTHER, "x0") == 0
+        assert c.command("BF.ADD", OTHER, "x3") == 1
+        assert raw(c, "DEL", OTHER) == b":1\r\n"
+    assert env.keys() == set()
+
+
+def test_watch_sees_the_plans_adds(env):
+    """As on RedisBloom, where every BF.ADD writes the key: a WATCH of the name fires on an add
+    (the first one, which creates a slot, and later ones), not on a lookup."""
+    r = env.node()
+    HandWindow(r, NAME, w=3_600_000, g=3, skip=range(10))
+    with env.proxy.raw() as c, env.proxy.raw() as other:
+        for command, item, fires in [("BF.ADD", "a", True), ("BF.EXISTS", "a", False),
+                                     ("BF.ADD", "b", True), ("BF.MEXISTS", "b", False)]:
+            assert raw(c, "WATCH", NAME) == OK
+            other.command(command, NAME, item)
+            assert raw(c, "MULTI") == OK
+            assert raw(c, "PING") == b"+QUEUED\r\n"
+            assert raw(c, "EXEC") == (b"*-1\r\n" if fires else b"*1\r\n+PONG\r\n"), command
+        assert c.command("BF.MEXISTS", NAME, "a", "b", "c") == [1, 1, 0]
