@@ -318,8 +318,14 @@ def test_windowed_filters_slots_are_kept_while_their_filter_lives(proxy, redis_i
     r.hset("win:fake", "l0", "64 512 10 7 0 0000000000000000 0000000000000000")
     everything = live.keys() | gone.keys() | fake.keys()
     assert up.internal() == everything - {b"win:live", b"win:gone", b"win:fake"}
+    # And a slot the proxy's plan made.
+    HandWindow(r, "win:plan", skip=range(10))
+    assert c.execute_command("BF.MADD", "win:plan", *ITEMS[:50]) == [1] * 50
+    planned = up.keys() - everything - {b"win:plan", b"bloomproxy:sweep-lock"}
+    assert len(planned) >= 4, planned  # the name's marker, a slot's hash, bits and count
     wait_passes(p, 3)  # every key seen, and seen again past the grace
-    assert up.keys() >= live.keys() | gone.keys()
+    assert up.keys() >= live.keys() | gone.keys() | planned
+    assert c.execute_command("BF.MEXISTS", "win:plan", *ITEMS[:50]) == [1] * 50
     assert all(r.pttl(k) > 0 for k in live.slot_keys())
     # The fake's "slots" are nobody's.
     wait_until(lambda: not (fake.slot_keys() & up.keys()), DEADLINE, interval=0.2,
