@@ -24,12 +24,13 @@ bool HasTag(std::string_view prefix) {
 }
 
 // What follows "P:bf:" in a Bloom filter's data or temporary key: "H:D.D", "H:D:n", "H:D.D:H",
-// "H:new".
+// "H:new", or in a windowed filter's slot name: "H:wD".
 bool IsBloomSuffix(std::string_view s) {
   if (s.size() <= kIdLength || !IsInternalKeyId(s.substr(0, kIdLength)) || s[kIdLength] != ':')
     return false;
   s.remove_prefix(kIdLength + 1);
   if (s == "new") return true;
+  if (!s.empty() && s[0] == 'w') return IsKeyNumber(s.substr(1));
   std::string_view link, rest;
   if (SplitAt(s, ':', &link, &rest)) {
     // "D:n", or "D.D:H".

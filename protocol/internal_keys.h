@@ -12,15 +12,18 @@
 //   P:bf:H:D:n           a link's item count                            CountKey
 //   P:bf:H:D.D:H         a new link's shard under its private name      bf_plan_create.cc
 //   P:bf:H:new           a new filter's metadata before it is published bf_plan_create.cc
+//   P:bf:H:wD            a windowed filter's slot D (a filter's hash)   SlotName (window_slots.h)
 //   P:cms:H:D            a count-min sketch's part                      (CMS layout)
 //   P:cf:H:D.D           a cuckoo filter's slots (sub-filter.data key)  (CF layout)
 //   P:bf:m:N, P:cms:m:N, the marker of the filter or sketch named N, where P is exactly
 //   P:cf:m:N             DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
 //                        without braces, else "{T}N" with T = SlotTag(KeySlot(N))
 //
-// and nothing else: "a:bf:m:a" (no tag), "{a}:bf:m:b" (not b's prefix), "{a}:bf:0123:0.0" (short
-// id), "{a}:bf:0123456789ABCDEF:0.0" (upper case), "{a}:bf:0123456789abcdef:01.0" (leading zero)
-// are user keys and stay visible.
+// A slot is a filter of its own whose data-key prefix is its name (which holds P's tag), so its
+// keys are already in the list: P:bf:H:wD:bf:H:D.D, P:bf:H:wD:bf:H:D:n, ... And nothing else:
+// "a:bf:m:a" (no tag), "{a}:bf:m:b" (not b's prefix), "{a}:bf:0123:0.0" (short id),
+// "{a}:bf:0123456789ABCDEF:0.0" (upper case), "{a}:bf:0123456789abcdef:01.0" (leading zero),
+// "{a}:bf:0123456789abcdef:w-1" (a sign) are user keys and stay visible.
 #pragma once
 
 #include <string>

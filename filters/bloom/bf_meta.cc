@@ -186,8 +186,10 @@ MetaStatus MetaFromFields(std::string_view name,
       *problem = "the filter's metadata field '" + bad + "' is not valid";
       return MetaStatus::kDamaged;
     }
-  } else if (meta->id.empty() || meta->shard_bytes == 0 || meta->links.empty() || bad == "id" ||
-             bad == "shard") {
+  } else if (meta->id.empty() || meta->shard_bytes == 0 ||
+             (meta->links.empty() && !meta->windowed()) || bad == "id" || bad == "shard") {
+    // (A windowed filter has no links: its data keys are its slots', found at the upstream's
+    // time by whoever lists them.)
     return MetaStatus::kNotFilter;
   }
   meta->counts.assign(meta->links.size(), 0);
@@ -199,6 +201,8 @@ MetaStatus MetaFromFields(std::string_view name,
 std::vector<std::string> MetaFieldList() {
   std::vector<std::string> f = {std::string(kMarkerField), "id", "shard", "options"};
   for (size_t i = 0; i < kMaxLinkFields; ++i) f.push_back("l" + std::to_string(i));
+  f.emplace_back("window");
+  f.emplace_back("slots");
   return f;
 }
 void AddMetaHmget(Requests* req, std::string_view key) {
@@ -214,7 +218,8 @@ std::shared_ptr<FilterMeta> MetaFromHmget(std::string_view name, const redisRepl
     if (r->element[i]->type == REDIS_REPLY_STRING)
       fields.emplace_back(names[i], Str(r->element[i]));
   }
-  // The chain's parameters are not read: the data keys need only id, shard and links.
+  // The chain's parameters are not read: the data keys need only id, shard and links (a
+  // windowed filter's: id, window and slots).
   std::shared_ptr<FilterMeta> meta;
   std::string problem;
   if (MetaFromFields(name, fields, /*strict=*/false, &meta, &problem) != MetaStatus::kFilter) {

@@ -99,7 +99,9 @@ struct FilterMeta {
   std::string BitsKey(size_t link, size_t shard) const;
   // The name of link `link`'s count key.
   std::string CountKey(size_t link) const;
-  // Every data key of the filter (bits and counts), for DEL, EXPIRE and RENAME.
+  // Every data key of the filter (bits and counts), for DEL, EXPIRE and RENAME. None for a
+  // windowed filter: its keys are its slots', which depend on the upstream's time (the key
+  // scripts find them, filters/common/filter_at.lua).
   std::vector<std::string> DataKeys() const;
 };
 
@@ -144,7 +146,8 @@ enum class MetaStatus {
 //
 // Not strict (key-level plans, which only need the data keys' names): what parses is used,
 // and the chain ends at the first link that is missing or does not parse, so a damaged filter
-// still loses the data keys that can be named.
+// still loses the data keys that can be named. A windowed filter (window, no links) is a
+// filter: its data keys are its live slots' (filters/bloom/window/window_slots.h).
 MetaStatus MetaFromFields(std::string_view name,
                           const std::vector<std::pair<std::string_view, std::string_view>>& f,
                           bool strict, std::shared_ptr<FilterMeta>* out, std::string* problem);
@@ -157,7 +160,8 @@ FilterMeta NewFilterMeta(std::string_view name, const BfRequest& req, const Dump
 // The fields and values of a filter's metadata hash, as HSET takes them (marker first).
 std::vector<std::string> MetaHashFields(const FilterMeta& meta);
 
-// HMGET of the fields a key-level plan needs to find a filter's data keys.
+// HMGET of the fields a key-level plan needs to find a filter's data keys (and a windowed
+// filter's window and slots, which name its slots).
 std::vector<std::string> MetaFieldList();
 // Appends HMGET `key` of MetaFieldList() to `req`.
 void AddMetaHmget(Requests* req, std::string_view key);

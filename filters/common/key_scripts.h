@@ -14,7 +14,8 @@
 //
 // Each runs as one Lua script (filters/common/key_<command>.lua, embedded at build time) that
 // does the client's command and, for every key that is a filter, the same to its data keys and
-// marker, atomically:
+// marker, atomically (a windowed filter's data keys: its live slots at the upstream's TIME, whose
+// keys never expire later than their slot's end; filters/common/filter_at.lua):
 //
 //   client:   DEL a f b
 //   upstream: EVAL <del script> 3 a f b DEL <prefix of a> <prefix of f> <prefix of b>

@@ -28,25 +28,30 @@ bool HasTag(std::string_view s) {
   return has_tag;
 }
 
-// What follows "P:bf:": "H:D.D" and "H:D:n" (a link's bits and count: *link is D), "H:D.D:H"
-// and "H:new" (temporary: *link stays empty).
-bool ParseBloomSuffix(std::string_view s, std::string_view* id, std::string_view* link) {
+// What follows "P:bf:": "H:D.D" and "H:D:n" (a link's bits and count: *field is "lD", the
+// link's field in its owner), "H:wD" (a windowed filter's slot: *field is "window", which only a
+// windowed filter's hash has), "H:D.D:H" and "H:new" (temporary: *field stays empty, no owner).
+bool ParseBloomSuffix(std::string_view s, std::string_view* id, std::string* field) {
   if (s.size() <= kIdLength || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
       s[kIdLength] != ':')
     return false;
   *id = s.substr(0, kIdLength);
   s.remove_prefix(kIdLength + 1);
   if (s == "new") return true;
+  if (!s.empty() && s[0] == 'w') {
+    *field = "window";
+    return protocol::IsKeyNumber(s.substr(1));
+  }
   std::string_view l, rest, shard;
   if (protocol::SplitAt(s, ':', &l, &rest)) {
     if (rest == "n") {
-      *link = l;
+      *field = "l" + std::string(l);
       return protocol::IsKeyNumber(l);
     }
     return protocol::IsInternalKeyId(rest) && protocol::SplitAt(l, '.', &l, &shard) &&
            protocol::IsKeyNumber(l) && protocol::IsKeyNumber(shard);
   }
-  *link = l = s.substr(0, s.find('.'));
+  *field = "l" + std::string(s.substr(0, s.find('.')));
   return protocol::SplitAt(s, '.', &l, &shard) && protocol::IsKeyNumber(l) &&
          protocol::IsKeyNumber(shard);
 }
@@ -76,15 +81,15 @@ bool ParseSketchSuffix(std::string_view s, std::string_view* id) {
 // suffix holds none).
 bool AddDataOwners(std::string_view key, SweepKey* out) {
   bool found = false;
-  std::string_view id, link;
+  std::string_view id;
+  std::string field;
   size_t at = key.rfind(kBf);
-  if (at != std::string_view::npos && ParseBloomSuffix(key.substr(at + kBf.size()), &id, &link) &&
+  if (at != std::string_view::npos && ParseBloomSuffix(key.substr(at + kBf.size()), &id, &field) &&
       HasTag(key.substr(0, at))) {
     found = true;
-    if (!link.empty()) {
+    if (!field.empty()) {
       for (std::string& name : PrefixOwners(key.substr(0, at))) {
-        out->owners.push_back(
-            {std::move(name), kFilterMark, std::string(id), "l" + std::string(link)});
+        out->owners.push_back({std::move(name), kFilterMark, std::string(id), field});
       }
     }
   }

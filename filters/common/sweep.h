@@ -11,6 +11,10 @@
 //   {users}:cf:<id>:1.0   owners: the same names, if a cuckoo filter (cf "1") with id <id>
 //   {users}:bf:m:users    owner: "users", if it is a filter (a sketch for :cms:m:, a cuckoo
 //                         filter for :cf:m:)
+//   {users}:bf:<id>:w7    (a windowed filter's slot 7) owners: "users" and "{users}", each if it
+//                         is a windowed filter (a filter with the field window) whose id is <id>
+//   {users}:bf:<id>:w7:bf:<sid>:0.0   (a slot's data key: its prefix is the slot's name) owner:
+//                         the slot, if it is a filter whose id is <sid> and that has link l0
 //   {users}:bf:<id>:new   no owner: a creation's temporary key, moved or removed in the same
 //   {users}:bf:<id>:0.0:<id2>     pipeline that wrote it (filters/bloom/bf_plan_create.cc)
 //

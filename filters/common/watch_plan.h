@@ -8,8 +8,10 @@
 //             WATCH f k {f}:bf:<id>:0:n {f}:bf:<id>:0.0
 //   reply:    WATCH's own (+OK, or Redis's error)
 //
-// A link or part added later is added with a write to the name, which the WATCH sees. Pure; no
-// sockets.
+// A link or part added later is added with a write to the name, which the WATCH sees. A windowed
+// filter's writes go to its slots (docs/bloom-filters.md "Windowed filters' keys"): its WATCH
+// watches every live slot's name, existing or not (a new slot, or a new link in one, is a write
+// of the slot's name), and the data keys of those that exist. Pure; no sockets.
 #pragma once
 
 #include <memory>

@@ -15,6 +15,7 @@ import time
 
 from bf_vectors import has_hash_tag
 from bp_helpers import wait_until
+from bp_window import HandWindow
 
 SWEEP = ("--sweep-interval", "1", "--sweep-grace", "1", "--loglevel", "verbose")
 SHARDED = ("--bf-max-shard-bytes", "64")
@@ -298,3 +299,40 @@ def test_not_behind_a_sharding_proxy(sharding_proxy, twemproxy):
     for line in log.splitlines()[1:]:
         assert b"sweep" not in line, line
     assert not any(b.exists("bloomproxy:sweep-lock") for b in twemproxy.clients())
+
+
+def test_windowed_filters_slots_are_kept_while_their_filter_lives(proxy, redis_instance):
+    """A windowed filter's slots (built by hand: bp_window) carry a TTL of their own, but are
+    owned by their filter: passes well past the grace delete none of them. Once the filter's
+    name is deleted behind the proxy's back, its marker and slots are leftovers: the slots'
+    names go first, their data keys once their slot is gone (docs/leftovers.md)."""
+    p = proxy(*SWEEP)
+    c = p.client()
+    r = redis_instance.client()
+    up = Upstream([r], c)
+    live = HandWindow(r, "win:live")
+    gone = HandWindow(r, "win:gone")
+    # A plain filter named after a slot's filter, of the slot's id but no window: not an owner.
+    fake = HandWindow(r, "win:fake")
+    r.hdel("win:fake", "window", "slots")
+    r.hset("win:fake", "l0", "64 512 10 7 0 0000000000000000 0000000000000000")
+    everything = live.keys() | gone.keys() | fake.keys()
+    assert up.internal() == everything - {b"win:live", b"win:gone", b"win:fake"}
+    # And a slot the proxy's plan made.
+    HandWindow(r, "win:plan", skip=range(10))
+    assert c.execute_command("BF.MADD", "win:plan", *ITEMS[:50]) == [1] * 50
+    planned = up.keys() - everything - {b"win:plan", b"bloomproxy:sweep-lock"}
+    assert len(planned) >= 4, planned  # the name's marker, a slot's hash, bits and count
+    wait_passes(p, 3)  # every key seen, and seen again past the grace
+    assert up.keys() >= live.keys() | gone.keys() | planned
+    assert c.execute_command("BF.MEXISTS", "win:plan", *ITEMS[:50]) == [1] * 50
+    assert all(r.pttl(k) > 0 for k in live.slot_keys())
+    # The fake's "slots" are nobody's.
+    wait_until(lambda: not (fake.slot_keys() & up.keys()), DEADLINE, interval=0.2,
+               what="slots of no windowed filter swept")
+    assert up.keys() >= live.keys() | gone.keys()
+    assert r.delete("win:gone") == 1
+    wait_until(lambda: not (gone.keys() & up.keys()), DEADLINE, interval=0.2,
+               what="the deleted windowed filter's keys swept")
+    assert up.keys() >= live.keys()
+    assert c.type("win:live") == b"MBbloom--"

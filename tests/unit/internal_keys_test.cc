@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "filters/bloom/bf_meta.h"
+#include "filters/bloom/window/window_slots.h"
 #include "filters/cms/cms_meta.h"
 #include "filters/common/key_layout.h"
 #include "protocol/encoder.h"
@@ -55,6 +56,36 @@ TEST(IsInternalKeyTest, EveryKeyTheFiltersBuild) {
   }
 }
 
+// A windowed filter's slots (filters/bloom/window/window_slots.h): each slot's name, and the keys
+// of the filter each slot is, whose data-key prefix is the slot's name.
+TEST(IsInternalKeyTest, EveryKeyOfAWindowedFiltersSlots) {
+  const filters::WindowShape shape{60000, 3};
+  for (const std::string& name : Names()) {
+    const std::string p = filters::DataKeyPrefix(name);
+    const std::string id = filters::NewId();
+    const std::string sid = filters::NewId();
+    for (int64_t e :
+         {int64_t{0}, int64_t{1}, int64_t{17},
+          filters::SlotFor(shape, 1764000000000, shape.window_ms), int64_t{9223372036854775807}}) {
+      const std::string slot = filters::SlotName(p, id, e);
+      EXPECT_TRUE(IsInternalKey(slot)) << slot;
+      // A slot's name holds its filter's tag: its data keys are under the slot name itself.
+      ASSERT_EQ(filters::DataKeyPrefix(slot), slot);
+      for (size_t link : {0, 1, 12}) {
+        EXPECT_TRUE(IsInternalKey(filters::CountKey(slot, sid, link))) << slot;
+        for (size_t shard : {0, 3}) {
+          const std::string bits = filters::BitsKey(slot, sid, link, shard);
+          EXPECT_TRUE(IsInternalKey(bits)) << bits;
+          EXPECT_TRUE(IsInternalKey(bits + ":" + filters::NewId())) << bits;
+        }
+      }
+      EXPECT_TRUE(IsInternalKey(slot + ":bf:" + sid + ":new")) << slot;
+      // A slot has no marker; a name's marker next to slots is still one.
+      EXPECT_TRUE(IsInternalKey(filters::MarkerKey(p, name))) << p;
+    }
+  }
+}
+
 TEST(IsInternalKeyTest, LiteralExamples) {
   EXPECT_TRUE(IsInternalKey("{users}:bf:0123456789abcdef:0.0"));
   EXPECT_TRUE(IsInternalKey("{users}:bf:0123456789abcdef:0:n"));
@@ -70,6 +101,11 @@ TEST(IsInternalKeyTest, LiteralExamples) {
   EXPECT_TRUE(IsInternalKey("a{b}c:bf:0123456789abcdef:0.0"));
   // A name holding ":bf:m:" still has its marker found.
   EXPECT_TRUE(IsInternalKey("{x:bf:m:y}:bf:m:x:bf:m:y"));
+  // A windowed filter's slot, and a slot's data keys.
+  EXPECT_TRUE(IsInternalKey("{users}:bf:0123456789abcdef:w29400001"));
+  EXPECT_TRUE(IsInternalKey("app{users}x:bf:0123456789abcdef:w0"));
+  EXPECT_TRUE(IsInternalKey("{users}:bf:0123456789abcdef:w29400001:bf:fedcba9876543210:0.0"));
+  EXPECT_TRUE(IsInternalKey("{users}:bf:0123456789abcdef:w29400001:bf:fedcba9876543210:1:n"));
 }
 
 TEST(IsInternalKeyTest, LookAlikesStayVisible) {
@@ -121,6 +157,21 @@ TEST(IsInternalKeyTest, LookAlikesStayVisible) {
            "{a}:cf:0123456789ABCDEF:0.0",
            "{a}:cf:m:b",
            "a:cf:m:a",
+           // Slots: no tag, no number, a leading zero, a sign, other shapes.
+           "users:bf:0123456789abcdef:w5",
+           "users:bf:0123456789abcdef:w5:bf:fedcba9876543210:0.0",
+           "{a}:bf:0123456789abcdef:w",
+           "{a}:bf:0123456789abcdef:w05",
+           "{a}:bf:0123456789abcdef:w-1",
+           "{a}:bf:0123456789abcdef:w+1",
+           "{a}:bf:0123456789abcdef:W5",
+           "{a}:bf:0123456789abcdef:w5x",
+           "{a}:bf:0123456789abcdef:w5.0",
+           "{a}:bf:0123456789abcdef:w5:n",
+           "{a}:bf:0123456789abcdef:ww5",
+           "{a}:bf:0123456789abcdef:w123456789012345678901",
+           "{a}:bf:0123456789ABCDEF:w5",
+           "{a}:bf:0123456789abcdef:w5:bf:fedcba9876543210",
            // Other shapes.
            "{a}:bf:0123456789abcdef",
            "{a}:bf:0123456789abcdef:",
@@ -169,12 +220,15 @@ const std::string kBits = "{f}:bf:0123456789abcdef:0.0";
 const std::string kCount = "{f}:bf:0123456789abcdef:0:n";
 const std::string kMark = "{f}:bf:m:f";
 const std::string kPart = "{s}:cms:0123456789abcdef:0";
+const std::string kSlot = "{f}:bf:0123456789abcdef:w7";
 
 TEST(HideInternalKeysTest, Keys) {
   EXPECT_EQ(HideInternalKeys(Keys({"f", kBits, "a", kCount, kMark, "s", kPart}), false),
             Keys({"f", "a", "s"}));
   EXPECT_EQ(HideInternalKeys(Keys({kBits, kCount, kMark}), false), Keys({}));
   EXPECT_EQ(HideInternalKeys(Keys({kBits}), false), "*0\r\n");
+  EXPECT_EQ(HideInternalKeys(Keys({"f", kSlot, kMark, kSlot + ":bf:fedcba9876543210:0:n"}), false),
+            Keys({"f"}));
   // Binary keys and look-alikes are kept byte for byte.
   const std::vector<std::string> kept = {std::string("\0\r\n$3", 5), "a:bf:m:a",
                                          "users:cms:0123456789abcdef:0", ""};
@@ -194,6 +248,7 @@ TEST(HideInternalKeysTest, NothingToHide) {
 TEST(HideInternalKeysTest, Scan) {
   EXPECT_EQ(HideInternalKeys(Scan("0", {"f", kBits, kMark, "b"}), true), Scan("0", {"f", "b"}));
   EXPECT_EQ(HideInternalKeys(Scan("1234", {kBits, kPart}), true), Scan("1234", {}));
+  EXPECT_EQ(HideInternalKeys(Scan("9", {kSlot, "b"}), true), Scan("9", {"b"}));
   // A cursor that looks like an internal key is a cursor, kept as it is.
   EXPECT_EQ(HideInternalKeys(Scan(kBits, {kBits, "a"}), true), Scan(kBits, {"a"}));
 }

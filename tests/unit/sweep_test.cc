@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "filters/bloom/bf_meta.h"
+#include "filters/bloom/window/window_slots.h"
 #include "filters/cms/cms_meta.h"
 #include "filters/common/key_layout.h"
 #include "protocol/encoder.h"
@@ -83,6 +84,43 @@ TEST(ParseSweepKeyTest, DataKeysAndTheirOwners) {
   }
 }
 
+// A windowed filter's slot is owned by the windowed filter of its id (a hash with the field
+// window: a plain filter of that id does not own it); a slot's data keys by the slot, a filter
+// whose prefix is its own name. So a live slot is never swept, and one whose windowed filter is
+// gone is, like any leftover (if it does not expire first).
+TEST(ParseSweepKeyTest, SlotsAndTheirOwners) {
+  constexpr std::string_view kSlotId = "fedcba9876543210";
+  for (const std::string& name : Names()) {
+    const std::string p = DataKeyPrefix(name);
+    for (int64_t e : {int64_t{0}, int64_t{7}, int64_t{1176000001}}) {
+      const std::string slot = SlotName(p, kId, e);
+      SweepKey k;
+      ASSERT_TRUE(ParseSweepKey(slot, &k)) << slot;
+      EXPECT_TRUE(HasOwner(k, name, "bloomproxy", kId, "window")) << slot;
+      for (const SweepOwner& o : k.owners) {
+        if (o.field == "window") {
+          EXPECT_EQ(DataKeyPrefix(o.name), p) << slot;
+        }
+      }
+      ASSERT_TRUE(ParseSweepKey(BitsKey(slot, kSlotId, 2, 1), &k)) << slot;
+      EXPECT_TRUE(HasOwner(k, slot, "bloomproxy", kSlotId, "l2")) << slot;
+      ASSERT_TRUE(ParseSweepKey(CountKey(slot, kSlotId, 0), &k)) << slot;
+      EXPECT_TRUE(HasOwner(k, slot, "bloomproxy", kSlotId, "l0")) << slot;
+      // A slot's creation's temporary keys are nobody's, as a filter's.
+      ASSERT_TRUE(ParseSweepKey(slot + ":bf:" + std::string(kSlotId) + ":new", &k)) << slot;
+      for (const SweepOwner& o : k.owners) EXPECT_NE(o.name, slot) << slot;
+    }
+  }
+  SweepKey k;
+  ASSERT_TRUE(ParseSweepKey("{users}:bf:0123456789abcdef:w7", &k));
+  ASSERT_EQ(k.owners.size(), 2u);
+  EXPECT_TRUE(HasOwner(k, "{users}", "bloomproxy", kId, "window"));
+  EXPECT_TRUE(HasOwner(k, "users", "bloomproxy", kId, "window"));
+  ASSERT_TRUE(ParseSweepKey("{users}:bf:0123456789abcdef:w7:bf:fedcba9876543210:0.3", &k));
+  ASSERT_EQ(k.owners.size(), 1u);
+  EXPECT_TRUE(HasOwner(k, "{users}:bf:0123456789abcdef:w7", "bloomproxy", kSlotId, "l0"));
+}
+
 TEST(ParseSweepKeyTest, TemporaryKeysHaveNoOwner) {
   SweepKey k;
   ASSERT_TRUE(ParseSweepKey("{users}:bf:0123456789abcdef:new", &k));
@@ -134,7 +172,13 @@ TEST(ParseSweepKeyTest, AgreesWithIsInternalKey) {
                                    "x{a}:bf:m:a",
                                    "{a}:bf:0123456789abcdef:0.0:0123",
                                    "{x:bf:m:y}:bf:m:x:bf:m:y",
-                                   "a{b}c:bf:0123456789abcdef:0.0"};
+                                   "a{b}c:bf:0123456789abcdef:0.0",
+                                   "{a}:bf:0123456789abcdef:w",
+                                   "{a}:bf:0123456789abcdef:w05",
+                                   "{a}:bf:0123456789abcdef:w-1",
+                                   "{a}:bf:0123456789abcdef:w5:n",
+                                   "{a}:bf:0123456789abcdef:w5.0",
+                                   "users:bf:0123456789abcdef:w5"};
   for (const std::string& name : Names()) {
     const std::string p = DataKeyPrefix(name);
     keys.push_back(BitsKey(p, kId, 0, 0));
@@ -146,6 +190,10 @@ TEST(ParseSweepKeyTest, AgreesWithIsInternalKey) {
     keys.push_back(p + ":cf:" + std::string(kId) + ":0");
     keys.push_back(CfMarkerKey(p, name));
     keys.push_back(p + ":bf:" + std::string(kId) + ":new");
+    const std::string slot = SlotName(p, kId, 1176000001);
+    keys.push_back(slot);
+    keys.push_back(BitsKey(slot, kId, 0, 1));
+    keys.push_back(CountKey(slot, kId, 3));
     keys.push_back(name);
     keys.push_back(MarkerKey("{x}", name));
   }
@@ -181,7 +229,8 @@ TEST(SweepMatchTest, EveryInternalKeyMatches) {
          {BitsKey(p, kId, 0, 3), CountKey(p, kId, 2), MarkerKey(p, name), CmsMarkerKey(p, name),
           CfMarkerKey(p, name), p + ":cf:" + std::string(kId) + ":2.1",
           p + ":cms:" + std::string(kId) + ":0", p + ":bf:" + std::string(kId) + ":new",
-          BitsKey(p, kId, 1, 0) + ":" + std::string(kId)}) {
+          BitsKey(p, kId, 1, 0) + ":" + std::string(kId), SlotName(p, kId, 42),
+          BitsKey(SlotName(p, kId, 42), kId, 0, 0), CountKey(SlotName(p, kId, 42), kId, 1)}) {
       ASSERT_TRUE(protocol::IsInternalKey(key)) << key;
       EXPECT_TRUE(Glob(kSweepMatch, key)) << key;
     }
