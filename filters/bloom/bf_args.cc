@@ -59,13 +59,58 @@ int FindWord(const std::vector<std::string_view>& args, std::string_view word) {
   return -1;
 }
 
-// BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING], checked in RedisBloom's order:
-// error rate, capacity, NONSCALING, EXPANSION value, the NONSCALING/EXPANSION conflict, the
-// expansion range; the key's state comes after all of them. Words other than these two are
-// ignored, as RedisBloom ignores them.
+// A window's length, a slot count, a lifetime: integers as RedisBloom reads its own (Redis's
+// string2ll: no '+', no leading zero), within the windowed filters' limits.
+bool ParseWindowMs(std::string_view s, uint64_t* out) {
+  int64_t v = 0;
+  if (!ParseLongLong(s, &v) || v < 1 || static_cast<uint64_t>(v) > kMaxWindowMs) return false;
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+bool ParseSlots(std::string_view s, uint32_t* out) {
+  int64_t v = 0;
+  if (!ParseLongLong(s, &v) || v < kMinWindowSlots || v > kMaxWindowSlots) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// BF.RESERVE's WINDOW ms [SLOTS g], found by the same search as RedisBloom's own words (so in
+// any order, and a value spelled like a word is the value of the option before it). Checked
+// after RedisBloom's arguments, so that a command RedisBloom refuses still gets RedisBloom's
+// error. SLOTS without WINDOW is refused rather than ignored: whoever wrote it wanted a window,
+// and a filter that silently never forgets is the worse outcome.
+std::string ParseReserveWindow(const std::vector<std::string_view>& args, int window_at,
+                               int slots_at, BfRequest* out) {
+  if (window_at != -1) {
+    const size_t value = static_cast<size_t>(window_at) + 1;
+    if (value == args.size() || !ParseWindowMs(args[value], &out->window_ms)) {
+      return std::string(kErrBadWindow);
+    }
+  }
+  if (slots_at != -1) {
+    const size_t value = static_cast<size_t>(slots_at) + 1;
+    if (window_at == -1 || value == args.size() || !ParseSlots(args[value], &out->slots)) {
+      return std::string(kErrBadSlots);
+    }
+  }
+  return {};
+}
+
+// BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW ms [SLOTS g]], checked in
+// RedisBloom's order: error rate, capacity, NONSCALING, EXPANSION value, the NONSCALING/EXPANSION
+// conflict, the expansion range; then the window's; the key's state comes after all of them.
+// Words other than these are ignored, as RedisBloom ignores them.
 std::string ParseReserve(const std::vector<std::string_view>& args, const BfDefaults& defaults,
                          BfRequest* out) {
-  if (args.size() < 4 || args.size() > 7) return WrongArity(BfCommand::kReserve);
+  // RedisBloom takes at most 7 arguments. WINDOW ms, and SLOTS g with it, make room for
+  // themselves, so a command that names no window gets RedisBloom's arity error exactly as
+  // before (SLOTS alone does not: it is an error anyway, after RedisBloom's own checks).
+  const int window_at = FindWord(args, "WINDOW");
+  const int slots_at = FindWord(args, "SLOTS");
+  size_t max_args = 7;
+  if (window_at != -1) max_args += slots_at != -1 ? 4 : 2;
+  if (args.size() < 4 || args.size() > max_args) return WrongArity(BfCommand::kReserve);
   out->key = args[1];
 
   double error_rate = 0;
@@ -98,12 +143,34 @@ std::string ParseReserve(const std::vector<std::string_view>& args, const BfDefa
   out->expansion = static_cast<uint32_t>(expansion);
   // An expansion of 0 (given, or the configured default) means a chain that never grows.
   out->nonscaling = nonscaling_word || expansion == 0;
+  return ParseReserveWindow(args, window_at, slots_at, out);
+}
+
+// The value of BF.INSERT's WINDOW, SLOTS or TTL (`word`) into *out: "" or the error. A TTL is
+// checked against the window once every option is read (ParseInsert); one over the longest
+// window can never fit, so it is refused here already.
+std::string ParseInsertWindowValue(std::string_view word, std::string_view value, BfRequest* out) {
+  if (EqualsIgnoreCase(word, "WINDOW")) {
+    if (!ParseWindowMs(value, &out->window_ms)) return std::string(kErrBadWindow);
+  } else if (EqualsIgnoreCase(word, "SLOTS")) {
+    if (!ParseSlots(value, &out->slots)) return std::string(kErrBadSlots);
+  } else if (!ParseWindowMs(value, &out->ttl_ms)) {
+    return std::string(kErrBadTtl);
+  }
   return {};
 }
 
-// BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...
+bool IsInsertWindowWord(std::string_view word) {
+  return EqualsIgnoreCase(word, "WINDOW") || EqualsIgnoreCase(word, "SLOTS") ||
+         EqualsIgnoreCase(word, "TTL");
+}
+
+// BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] [WINDOW ms
+// [SLOTS g]] [TTL ms] ITEMS item...
 // Options are read left to right and the first bad one is reported. RedisBloom matches them by
-// their first letters; here the whole word is required (any case).
+// their first letters; here the whole word is required (any case). SLOTS and TTL are then
+// checked against the command's WINDOW: SLOTS needs one (in any place), a TTL must not exceed
+// it. A TTL without WINDOW is kept for the plan, which checks it against the filter's window.
 std::string ParseInsert(const std::vector<std::string_view>& args, const BfDefaults& defaults,
                         BfRequest* out) {
   if (args.size() < 4) return WrongArity(BfCommand::kInsert);
@@ -147,11 +214,18 @@ std::string ParseInsert(const std::vector<std::string_view>& args, const BfDefau
     } else if (EqualsIgnoreCase(word, "NONSCALING")) {
       nonscaling = true;
       ++i;
+    } else if (IsInsertWindowWord(word)) {
+      if (++i == args.size()) return WrongArity(BfCommand::kInsert);
+      if (std::string error = ParseInsertWindowValue(word, args[i++], out); !error.empty()) {
+        return error;
+      }
     } else {
       return Error("Unknown argument received");
     }
   }
   if (items_at == 0 || items_at == args.size()) return WrongArity(BfCommand::kInsert);
+  if (out->slots != 0 && out->window_ms == 0) return std::string(kErrBadSlots);
+  if (out->window_ms != 0 && out->ttl_ms > out->window_ms) return std::string(kErrBadTtl);
 
   out->nonscaling = nonscaling || out->expansion == 0;
   out->items.assign(args.begin() + static_cast<std::ptrdiff_t>(items_at), args.end());

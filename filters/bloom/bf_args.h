@@ -63,6 +63,13 @@ inline constexpr uint32_t kMinWindowSlots = 2;
 inline constexpr uint32_t kMaxWindowSlots = 64;
 inline constexpr uint64_t kMaxWindowMs = 10ULL * 366 * 24 * 3600 * 1000;  // ten years
 
+// The argument errors of windowed filters (RedisBloom has no such options, so these are ours):
+// WINDOW not an integer in 1..kMaxWindowMs; SLOTS not in kMinWindowSlots..kMaxWindowSlots, or
+// without WINDOW; TTL not an integer in 1..W (1..kMaxWindowMs when the command gives no window).
+inline constexpr std::string_view kErrBadWindow = "-ERR bad window\r\n";
+inline constexpr std::string_view kErrBadSlots = "-ERR bad slots\r\n";
+inline constexpr std::string_view kErrBadTtl = "-ERR bad TTL\r\n";
+
 // Whether the command creates the filter when its name is free: RESERVE, ADD, MADD, INSERT
 // without NOCREATE, and LOADCHUNK of the header (iterator 1).
 bool CreatesFilter(const BfRequest& req);
@@ -74,7 +81,9 @@ bool LookupBfCommand(std::string_view name, BfCommand* out);
 // success, otherwise the complete RESP error reply RedisBloom gives, e.g.
 // "-ERR wrong number of arguments for 'bf.add' command\r\n" or "-Bad capacity\r\n".
 // Errors that depend on the key's state (not found, item exists, WRONGTYPE) are not decided
-// here.
+// here. BF.RESERVE and BF.INSERT also take the windowed filters' WINDOW ms [SLOTS g] (and
+// INSERT TTL ms) into window_ms, slots (0 when not given) and ttl_ms, with the errors above; a
+// command without these words parses exactly as RedisBloom's.
 std::string ParseBfRequest(const std::vector<std::string_view>& args, const BfDefaults& defaults,
                            BfRequest* out);
 
