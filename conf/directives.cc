@@ -15,6 +15,7 @@
 #include "conf/loader.h"
 #include "conf/rows.h"
 #include "conf/values.h"
+#include "filters/bloom/window/window_rules.h"
 #include "filters/guava/bf_layout.h"
 
 namespace bloomproxy::conf {
@@ -155,10 +156,22 @@ bool ApplyBfLayout(const Directive&, const std::vector<std::string>& a, SourceSt
   return true;
 }
 
-std::string ShowBfLayouts(const Directive&, const Options& o) {
-  if (o.bf_layouts.empty()) return "none";
+bool ApplyBfWindow(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                   std::string* e) {
+  filters::WindowRule rule;
+  *e = filters::ParseWindowRule(a, &rule);
+  if (!e->empty()) return false;
+  s->options->bf_windows.push_back(a);
+  return true;
+}
+
+// A repeatable rule option's rules, "; " between them.
+template <auto F>
+std::string ShowRules(const Directive&, const Options& o) {
+  const std::vector<std::vector<std::string>>& rules = o.*F;
+  if (rules.empty()) return "none";
   std::string out;
-  for (const std::vector<std::string>& rule : o.bf_layouts) {
+  for (const std::vector<std::string>& rule : rules) {
     out += out.empty() ? "" : "; ";
     for (size_t i = 0; i < rule.size(); ++i) out += (i > 0 ? " " : "") + rule[i];
   }
@@ -328,7 +341,10 @@ const Directive kDirectives[] = {
         "largest CMS or CF made (<= 2^47)", kLive),
     Custom<&O::bf_layouts>("bf-layout", -4, "RULE",
         "keys in a Java/Guava filter layout (repeatable)", ApplyBfLayout,
-        ShowBfLayouts, kLive, true),
+        ShowRules<&O::bf_layouts>, kLive, true),
+    Custom<&O::bf_windows>("bf-window", -2, "RULE",
+        "new filters forget after a window (repeatable)", ApplyBfWindow,
+        ShowRules<&O::bf_windows>, kLive, true),
     // The leftover sweep (docs/leftovers.md).
     Number<&O::sweep_interval, 0, 86400>("sweep-interval", "SECS",
         "seconds between sweeps for leftover keys; 0 = off", kRestart),

@@ -33,7 +33,7 @@ void ApplyVariable(const Directive& row, const std::string& var, const char* val
     // Taken whole, as a flag's value: a password may hold quotes and spaces.
     args = {value};
   } else {
-    // Several arguments (user): split like the config-file line `user NAME PASSWORD RULE...`.
+    // Several arguments (user, bf-layout, bf-window): split like the config-file line.
     if (!SplitArgs(value, &args)) {
       errors->push_back(prefix + "unbalanced quotes");
       return;

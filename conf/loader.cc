@@ -75,17 +75,17 @@ void ApplyFlag(const Flag& flag, SourceState* state, std::vector<std::string>* e
   const Directive& d = *flag.directive;
   std::string prefix = std::string("--") + d.name + ": ";
   std::vector<std::string> args;
-  if (d.argc == -2) {
-    // Only `user`: NAME:PASSWORD, split at the first ':' (a password may contain ':'). The
-    // value is never echoed: it holds a password.
+  if (std::string_view(d.name) == "user") {
+    // NAME:PASSWORD, split at the first ':' (a password may contain ':'). The value is never
+    // echoed: it holds a password.
     size_t colon = flag.value.find(':');
     if (colon == std::string::npos) {
       errors->push_back(prefix + "expected " + d.arg_help);
       return;
     }
     args = {flag.value.substr(0, colon), flag.value.substr(colon + 1)};
-  } else if (d.argc < -2) {
-    // Several arguments in one value (bf-layout): split like a config-file line.
+  } else if (d.argc < 0) {
+    // Several arguments in one value (bf-layout, bf-window): split like a config-file line.
     if (!SplitArgs(flag.value, &args)) {
       errors->push_back(prefix + "unbalanced quotes");
       return;

@@ -171,6 +171,10 @@ struct Options {
   // bf-layout PATTERN LAYOUT CAPACITY ERROR_RATE [options] (repeatable): keys that are filters
   // in a Java application's layout (filters/guava/bf_layout.h), each rule's arguments as given.
   std::vector<std::vector<std::string>> bf_layouts;
+  // bf-window PATTERN WINDOW_MS [SLOTS g] [ERROR e] [CAPACITY n] (repeatable): names whose
+  // filters BF.ADD/MADD/INSERT create windowed (filters/bloom/window/window_rules.h), each
+  // rule's arguments as given.
+  std::vector<std::vector<std::string>> bf_windows;
 
   // The leftover sweep (proxy/sketch/sweep.h, docs/leftovers.md): every sweep-interval seconds (0 =
   // off) one proxy per upstream scans it for filters' and sketches' internal keys that no

@@ -11,6 +11,7 @@
 
 #include "conf/loader.h"
 #include "conf/options.h"
+#include "conf/reload.h"
 
 namespace bloomproxy::conf {
 namespace {
@@ -797,7 +798,8 @@ TEST(ConfigTest, ExampleConfigFile) {
                                 "bf-initial-capacity",
                                 "bf-expansion",
                                 "bf-max-shard-bytes",
-                                "bf-layout"}) {
+                                "bf-layout",
+                                "bf-window"}) {
     bool active = text.str().find(std::string("\n") + directive + " ") != std::string::npos;
     bool commented = text.str().find(std::string("# ") + directive + " ") != std::string::npos;
     EXPECT_TRUE(active || commented) << directive;
@@ -849,6 +851,102 @@ TEST(ConfigTest, ShardingProxyExcludesClusterAndUpstreamUser) {
   errors.clear();
   Validate(o, &errors);
   EXPECT_TRUE(errors.empty()) << Joined(errors);
+}
+
+// bf-window rules (filters/bloom/window/window_rules.h): repeatable, from the file, the
+// environment and the flags, each checked when read; --test-conf, --help and a reload show them.
+TEST(ConfigTest, BfWindowRules) {
+  using Rule = std::vector<std::string>;
+  std::vector<std::string> errors;
+  Options o = Parse(
+      "bf-window dedup:* 86400000\n"
+      "bf-window \"seen:{a} *\" 3000 SLOTS 5 error 0.001 Capacity 1000000\n",
+      &errors);
+  EXPECT_TRUE(errors.empty()) << Joined(errors);
+  EXPECT_EQ(o.bf_windows, (std::vector<Rule>{Rule{"dedup:*", "86400000"},
+                                             Rule{"seen:{a} *", "3000", "SLOTS", "5", "error",
+                                                  "0.001", "Capacity", "1000000"}}));
+
+  // File, then environment, then flags: each adds its rules (first match wins, in this order).
+  TempFile file("upstream h:1\nbf-window f:* 1000\n");
+  LoadResult r = Load({file.path(), "--bf-window", "'a b' 2000 slots 2", "--bf-window", "c 3"},
+                      {{"BLOOMPROXY_BF_WINDOW", "e:* 5000 capacity 10"}});
+  ASSERT_TRUE(r.errors.empty()) << Joined(r.errors);
+  EXPECT_EQ(r.options.bf_windows,
+            (std::vector<Rule>{Rule{"f:*", "1000"}, Rule{"e:*", "5000", "capacity", "10"},
+                               Rule{"a b", "2000", "slots", "2"}, Rule{"c", "3"}}));
+  const std::string report = TestConfReport(r);
+  EXPECT_NE(report.find("  bf-window f:* 1000; e:* 5000 capacity 10; a b 2000 slots 2; c 3 (" +
+                        file.path() + ":2, env BLOOMPROXY_BF_WINDOW, --bf-window, --bf-window)\n"),
+            std::string::npos)
+      << report;
+
+  // Help: the flag, its one line, no rules by default.
+  const std::string usage = Usage();
+  EXPECT_NE(usage.find("  --bf-window RULE                   new filters forget after a window "
+                       "(repeatable) (default none)\n"),
+            std::string::npos)
+      << usage;
+}
+
+TEST(ConfigTest, BfWindowErrors) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"k:* 0", "'0' is not a window (milliseconds, 1..316224000000)"},
+      {"k:* 1.5", "'1.5' is not a window (milliseconds, 1..316224000000)"},
+      {"k:* 316224000001", "'316224000001' is not a window (milliseconds, 1..316224000000)"},
+      {"k:* 1000 slots 1", "'1' is not a slot count (2..64)"},
+      {"k:* 1000 slots 65", "'65' is not a slot count (2..64)"},
+      {"k:* 1000 error 1", "'1' is not an error rate (between 0 and 1, exclusive)"},
+      {"k:* 1000 capacity 0", "'0' is not a capacity (1..1073741824)"},
+      {"k:* 1000 slots", "option 'slots' has no value"},
+      {"k:* 1000 ttl 5", "'ttl' is not an option (slots, error, capacity)"},
+      {"k:* 1000 slots 3 slots 4", "option 'slots' is given twice"},
+  };
+  for (const auto& [rule, error] : bad) {
+    EXPECT_EQ(ErrorOf("bf-window " + rule), "test.conf:1: bf-window: " + error) << rule;
+    LoadResult flag = Load({"--upstream", "h:1", "--bf-window", rule});
+    EXPECT_EQ(Joined(flag.errors), "--bf-window: " + error + "\n") << rule;
+    LoadResult var = Load({"--upstream", "h:1"}, {{"BLOOMPROXY_BF_WINDOW", rule}});
+    EXPECT_EQ(Joined(var.errors), "BLOOMPROXY_BF_WINDOW: " + error + "\n") << rule;
+  }
+  EXPECT_EQ(ErrorOf("bf-window k:*"),
+            "test.conf:1: wrong number of arguments for 'bf-window' (expected at least 2, got 1)");
+  LoadResult few = Load({"--upstream", "h:1", "--bf-window", "k:*"});
+  EXPECT_EQ(Joined(few.errors),
+            "--bf-window: wrong number of arguments for 'bf-window' (expected at least 2, got "
+            "1)\n");
+  LoadResult quotes = Load({"--upstream", "h:1", "--bf-window", "'k:* 5"});
+  EXPECT_EQ(Joined(quotes.errors), "--bf-window: unbalanced quotes\n");
+  // Every error at start-up, not just the first.
+  std::vector<std::string> errors;
+  Parse("bf-window a 0\nbf-window b 10 slots 1\nbf-window c 10\n", &errors);
+  EXPECT_EQ(Joined(errors),
+            "test.conf:1: bf-window: '0' is not a window (milliseconds, 1..316224000000)\n"
+            "test.conf:2: bf-window: '1' is not a slot count (2..64)\n");
+}
+
+TEST(ConfigTest, BfWindowReloads) {
+  TempFile file("upstream h:1\nbf-window a:* 1000\n");
+  auto no_env = [](const char*) { return static_cast<const char*>(nullptr); };
+  auto no_names = [] { return std::vector<std::string>{}; };
+  LoadResult start = Load({file.path()});
+  ASSERT_TRUE(start.errors.empty()) << Joined(start.errors);
+
+  std::ofstream(file.path()) << "upstream h:1\nbf-window a:* 1000\nbf-window b:* 5 slots 2\n";
+  ReloadResult r = ReloadOptions(start.options, no_env, no_names);
+  ASSERT_TRUE(r.errors.empty()) << Joined(r.errors);
+  ASSERT_EQ(r.changes.size(), 1u);
+  EXPECT_EQ(std::string(r.changes[0].name), "bf-window");
+  EXPECT_EQ(r.changes[0].reload, Reload::kLive);
+  EXPECT_EQ(r.options.bf_windows.size(), 2u);
+  EXPECT_EQ(ShowOption("bf-window", r.options), "a:* 1000; b:* 5 slots 2");
+
+  // A bad rule: the reload fails whole, nothing changes.
+  std::ofstream(file.path()) << "upstream h:1\nbf-window a:* 0\n";
+  ReloadResult bad = ReloadOptions(start.options, no_env, no_names);
+  EXPECT_EQ(Joined(bad.errors),
+            file.path() + ":2: bf-window: '0' is not a window (milliseconds, 1..316224000000)\n");
+  EXPECT_TRUE(bad.changes.empty());
 }
 
 }  // namespace
