@@ -13,6 +13,7 @@
 
 #include "filters/bloom/bf_args.h"
 #include "filters/bloom/bloom.h"
+#include "filters/bloom/window/window_rules.h"
 #include "filters/common/key_layout.h"
 #include "filters/common/meta_cache.h"
 #include "filters/common/plan_requests.h"
@@ -31,6 +32,8 @@ struct BfConfig {
   protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis;
   // bf-layout rules: names that are filters in a Java application's layout.
   LayoutRules layouts;
+  // bf-window rules: names whose filters BF.ADD, BF.MADD and BF.INSERT create windowed.
+  WindowRules windows;
   // The local monotonic clock in µs, for windowed filters' clock samples (null: the steady
   // clock; tests set their own).
   int64_t (*monotonic_us)() = nullptr;

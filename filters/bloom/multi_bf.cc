@@ -15,6 +15,7 @@
 #include "filters/bloom/bf_plan_state.h"
 #include "filters/bloom/bf_replies.h"
 #include "filters/bloom/bloom.h"
+#include "filters/bloom/window/window_rules.h"
 #include "filters/common/key_layout.h"
 #include "filters/common/sketch_commands.h"
 #include "filters/guava/multi_guava.h"
@@ -210,7 +211,7 @@ std::string BfQueued::CountsFrom(const redisReply* r) const {
 std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>& args,
                                              const BfConfig& config, std::string* refusal) {
   BfRequest req;
-  std::string error = ParseBfRequest(args, config.defaults, &req);
+  std::string error = ParseBfRequestWithWindows(args, config.defaults, config.windows, &req);
   // BF.INFO's field and BF.SCANDUMP's iterator are checked after the key, as RedisBloom does.
   const bool deferred = !error.empty() && args.size() == 3 &&
                         (req.command == BfCommand::kInfo || req.command == BfCommand::kScanDump);

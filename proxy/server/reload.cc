@@ -139,6 +139,7 @@ void Server::Reload() {
   cms_config_.max_bytes = static_cast<uint64_t>(options_.sketch_max_bytes);
   cf_config_.max_bytes = static_cast<uint64_t>(options_.sketch_max_bytes);
   bf_config_.layouts = filters::LayoutRules::FromArgs(options_.bf_layouts);
+  bf_config_.windows = filters::WindowRules::FromArgs(options_.bf_windows);
   client_tls_ = std::move(client_tls);
   upstream_tls_ = std::move(upstream_tls);
   if (upstream_timer_changed) {

@@ -2,6 +2,7 @@
 // loop turn's batch for their filter, and the client's later commands wait until the plan has
 // answered. Key commands on a filter's name (the command table's kTraitFilterKey) are one Lua
 // script each (filters/common/key_scripts.h), sent like any command.
+#include "filters/bloom/window/window_rules.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/common/key_layout.h"
 #include "filters/common/sketch_resp3.h"
@@ -82,7 +83,9 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
   BfCommand bf;
   if (filters::LookupBfCommand(cmd.args[0], &bf)) {
     filters::BfRequest request;
-    std::string error = filters::ParseBfRequest(cmd.args, server_->bf_config().defaults, &request);
+    const filters::BfConfig& config = server_->bf_config();
+    std::string error =
+        filters::ParseBfRequestWithWindows(cmd.args, config.defaults, config.windows, &request);
     // BF.INFO's field and BF.SCANDUMP's iterator are checked after the key, as RedisBloom does.
     // (Its arity is right then: three arguments. The key may be empty.)
     const bool deferred =
