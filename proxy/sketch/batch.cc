@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "filters/bloom/bf_plan.h"
+#include "filters/bloom/window/window_rules.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/cuckoo/cf_plan.h"
 #include "protocol/key_slot.h"
@@ -93,6 +94,11 @@ void Server::LaunchBfBatch(std::unique_ptr<SketchBatch> b) {
   request.capacity = bf_config_.defaults.capacity;
   request.expansion = bf_config_.defaults.expansion;
   request.items.assign(b->items.begin(), b->items.end());
+  // The batch's members are BF.ADD and BF.MADD of one name, parsed with the same rule: the
+  // request that creates the filter must carry it too.
+  if (const filters::WindowRule* rule = bf_config_.windows.For(request)) {
+    filters::ApplyWindowRule(*rule, &request);
+  }
   std::unique_ptr<filters::Plan> plan =
       filters::MakeBatchPlan(request, std::move(b->members), &filter_cache_, &bf_config_);
   PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key));

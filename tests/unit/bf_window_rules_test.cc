@@ -154,6 +154,28 @@ TEST_F(WindowedParseTest, AddAndMAddTakeTheWholeRule) {
   EXPECT_EQ(r.capacity, 300u);
 }
 
+// The proxy batches one loop turn's adds to a name into one BF.MADD request built from the
+// defaults: with ApplyWindowRule it is the request the parse gives.
+TEST_F(WindowedParseTest, BuiltAddsMatchParsedOnes) {
+  for (const char* key : {"w:1", "bare:1", "other"}) {
+    const BfRequest parsed = Parse({"BF.MADD", key, "a", "b"});
+    BfRequest built;
+    built.command = BfCommand::kMAdd;
+    built.key = key;
+    built.error_rate = defaults_.error_rate;
+    built.capacity = defaults_.capacity;
+    built.expansion = defaults_.expansion;
+    built.items = {"a", "b"};
+    if (const WindowRule* rule = rules_.For(built)) ApplyWindowRule(*rule, &built);
+    EXPECT_EQ(built.window_ms, parsed.window_ms) << key;
+    EXPECT_EQ(built.slots, parsed.slots) << key;
+    EXPECT_EQ(built.error_rate, parsed.error_rate) << key;
+    EXPECT_EQ(built.capacity, parsed.capacity) << key;
+    EXPECT_EQ(built.expansion, parsed.expansion) << key;
+    EXPECT_EQ(built.nonscaling, parsed.nonscaling) << key;
+  }
+}
+
 TEST_F(WindowedParseTest, InsertKeepsItsOwnCapacityAndError) {
   BfRequest r = Parse({"BF.INSERT", "w:1", "ITEMS", "a"});
   EXPECT_EQ(r.window_ms, 60000u);

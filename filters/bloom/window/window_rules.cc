@@ -118,4 +118,11 @@ std::string ParseBfRequestWithWindows(const std::vector<std::string_view>& args,
   return error;
 }
 
+void ApplyWindowRule(const WindowRule& rule, BfRequest* req) {
+  req->window_ms = rule.window_ms;
+  req->slots = rule.slots;
+  if (rule.error_rate != 0) req->error_rate = rule.error_rate;
+  if (rule.capacity != 0) req->capacity = rule.capacity;
+}
+
 }  // namespace bloomproxy::filters

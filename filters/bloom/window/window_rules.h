@@ -59,4 +59,9 @@ std::string ParseBfRequestWithWindows(const std::vector<std::string_view>& args,
                                       const BfDefaults& defaults, const WindowRules& rules,
                                       BfRequest* out);
 
+// For a request built from the defaults rather than parsed, as a BF.ADD or BF.MADD would be
+// (the proxy's batch of one loop turn's adds to one name): the rule's window and slots, and its
+// error rate and capacity where it gives them. The same request as ParseBfRequestWithWindows'.
+void ApplyWindowRule(const WindowRule& rule, BfRequest* req);
+
 }  // namespace bloomproxy::filters
