@@ -124,6 +124,13 @@ end
 local function create()
   local fields = {}
   for i = 6, 5 + nf do fields[#fields + 1] = ARGV[i] end
+  for i = 1, #fields, 2 do
+    -- Nor is one made here (BF.INSERT ... WINDOW, BF.ADD of a name under a bf-window rule): its
+    -- fields have no links, its items would go in slots picked by the upstream's clock.
+    if fields[i] == 'window' then
+      error({err = 'ERR bloomproxy: BF commands on a windowed filter cannot run inside MULTI'})
+    end
+  end
   local f = parse_meta(fields)
   f.counts = {}
   for l = 1, #f.links do

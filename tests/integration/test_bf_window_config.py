@@ -1,8 +1,9 @@
 """bf-window rules through a real proxy: the filters BF.ADD, BF.MADD and BF.INSERT create under a
 matching name are windowed with the rule's window, slots, error and capacity (BF.INFO's Window
 and Slots show it); a command's own WINDOW, CAPACITY and ERROR win; BF.RESERVE, other names and
-filters that exist are left alone; a SIGHUP reload applies to filters created after it. What a
-windowed filter does over time is not tested here."""
+filters that exist are left alone; a SIGHUP reload applies to filters created after it; inside
+MULTI a windowed filter is refused, not made plain. What a windowed filter does over time is not
+tested here."""
 
 import signal
 
@@ -73,3 +74,23 @@ def test_reload_applies_to_filters_created_after(proxy, tmp_path):
     wait_until(created_windowed, 10, what="b:2 created with the new rule")
     with RawConn(p.port) as c:
         assert window_of(c, "b:1")[:2] == (None, None)  # created before: still plain
+
+
+def test_inside_multi_a_windowed_filter_is_not_created(proxy):
+    """Inside MULTI a BF command runs as one script, where no slot can be picked by the
+    upstream's clock: creating a windowed filter there gets the error using one does; a plain
+    filter that exists under a rule's name is used as usual."""
+    p = proxy("--bf-window", "w:* 60000")
+    refused = b"ERR bloomproxy: BF commands on a windowed filter cannot run inside MULTI"
+    with RawConn(p.port) as c:
+        assert c.command("BF.RESERVE", "w:plain", "0.01", "100") == b"OK"
+        assert c.command("MULTI") == b"OK"
+        for args in (("BF.ADD", "w:new", "a"), ("BF.INSERT", "x:new", "WINDOW", "5000", "ITEMS",
+                                                "a"), ("BF.ADD", "w:plain", "a")):
+            assert c.command(*args) == b"QUEUED"
+        new, insert, plain = c.command("EXEC")
+        assert bytes(new).startswith(refused), new
+        assert bytes(insert).startswith(refused), insert
+        assert plain == 1
+        assert c.command("EXISTS", "w:new", "x:new") == 0
+        assert window_of(c, "w:plain") == (None, None, 100)
