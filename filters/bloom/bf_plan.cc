@@ -50,7 +50,7 @@ void BfPlan::Start(PlanStep* step) {
                         (req_.command == BfCommand::kLoadChunk && req_.iterator == 1);
   if (!meta_ || creating) return Fetch(step);
   if (meta_->windowed()) return HandOver(step);
-  if (req_.ttl_ms > 0) return Finish(step, std::string(kBadTtl));
+  if (req_.ttl_ms > 0) return Finish(step, std::string(kErrBadTtl));
   Main(step);
 }
 
@@ -236,7 +236,7 @@ void BfPlan::OnFetch(StepReplies& r, PlanStep* step) {
     meta_ = nullptr;
     if (state == KeyState::kError) return Finish(step, error);
     if (ReplyForAbsent(state, step)) return;
-    if (req_.ttl_ms > 0 && req_.window_ms == 0) return Finish(step, std::string(kBadTtl));
+    if (req_.ttl_ms > 0 && req_.window_ms == 0) return Finish(step, std::string(kErrBadTtl));
     if (req_.command == BfCommand::kLoadChunk) {
       // The header is looked at once the key is known to be free, as RedisBloom does.
       std::string error = LoadHeaderError(data_, &header_);
@@ -251,7 +251,7 @@ void BfPlan::OnFetch(StepReplies& r, PlanStep* step) {
   meta_ = meta;
   cache_->Put(name_, meta_);
   if (meta_->windowed()) return HandOver(step);
-  if (req_.ttl_ms > 0) return Finish(step, std::string(kBadTtl));
+  if (req_.ttl_ms > 0) return Finish(step, std::string(kErrBadTtl));
   if (!deferred_error_.empty()) return Finish(step, deferred_error_);
   if (NeedsCounts()) return FetchCounts(step);
   Main(step);

@@ -100,7 +100,7 @@ void WindowPlan::Start(PlanStep* step) {
   if (req_.command == BfCommand::kScanDump || req_.command == BfCommand::kLoadChunk) {
     return Finish(step, std::string(kNoWindowDump));
   }
-  if (req_.ttl_ms > meta_->window_ms) return Finish(step, std::string(kBadTtl));
+  if (req_.ttl_ms > meta_->window_ms) return Finish(step, std::string(kErrBadTtl));
   const int64_t now = Now();
   if (!ClockUsable(meta_->clock, now)) return AskTime(step);
   const ClockBracket b = BracketAt(meta_->clock, now);

@@ -29,7 +29,5 @@ std::unique_ptr<Plan> MakeWindowPlan(const BfRequest& request, std::vector<BfMem
 
 // The error of BF.SCANDUMP and BF.LOADCHUNK on a windowed filter.
 inline constexpr std::string_view kNoWindowDump = "-ERR windowed filters have no dump format\r\n";
-// BF.INSERT's TTL over the filter's window, or on a filter without one.
-inline constexpr std::string_view kBadTtl = "-ERR bad TTL\r\n";
 
 }  // namespace bloomproxy::filters
