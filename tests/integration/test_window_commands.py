@@ -174,12 +174,17 @@ SAME_ERRORS = [
     (("BF.RESERVE", "K", "0", "100"), ("WINDOW", "5000")),
     (("BF.RESERVE", "K", "0.01", "0"), ("WINDOW", "5000")),
     (("BF.RESERVE", "K", "0.01", "x"), ("WINDOW", "5000")),
-    (("BF.RESERVE", "K", "0.01", "100"), ("WINDOW", "5000", "EXPANSION", "0")),
+    (("BF.RESERVE", "K", "0.01", "1.5"), ("WINDOW", "5000")),
+    (("BF.RESERVE", "K", "0.01", "100"), ("WINDOW", "5000", "EXPANSION", "x")),
+    (("BF.RESERVE", "K", "0.01", "100"), ("WINDOW", "5000", "EXPANSION", "-1")),
+    (("BF.RESERVE", "K", "0.01", "100"), ("WINDOW", "5000", "EXPANSION")),
     (("BF.RESERVE", "K", "0.01", "100"), ("WINDOW", "5000", "NONSCALING", "EXPANSION", "2")),
     (("BF.INSERT", "K", "CAPACITY", "0"), ("WINDOW", "5000", "ITEMS", "a")),
+    (("BF.INSERT", "K", "CAPACITY", "x"), ("WINDOW", "5000", "ITEMS", "a")),
     (("BF.INSERT", "K", "ERROR", "2"), ("WINDOW", "5000", "ITEMS", "a")),
+    (("BF.INSERT", "K", "ERROR", "x"), ("WINDOW", "5000", "ITEMS", "a")),
+    (("BF.INSERT", "K", "EXPANSION", "x"), ("WINDOW", "5000", "ITEMS", "a")),
     (("BF.INSERT", "K", "NOCREATE"), ("WINDOW", "5000", "ITEMS", "a")),
-    (("BF.INSERT", "K", "EXPANSION", "0"), ("WINDOW", "5000", "ITEMS", "a")),
 ]
 
 
