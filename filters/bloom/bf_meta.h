@@ -31,6 +31,9 @@ struct BfConfig {
   protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis;
   // bf-layout rules: names that are filters in a Java application's layout.
   LayoutRules layouts;
+  // The local monotonic clock in µs, for windowed filters' clock samples (null: the steady
+  // clock; tests set their own).
+  int64_t (*monotonic_us)() = nullptr;
 };
 
 // What the proxy knows of one filter: its parameters (immutable once created) and links.

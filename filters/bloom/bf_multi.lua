@@ -79,6 +79,11 @@ local function load()
   local t = redis.call('TYPE', name).ok
   if t == 'none' then return 'missing' end
   if t ~= 'hash' or redis.call('HGET', name, 'bloomproxy') ~= '1' then return 'wrongtype' end
+  if redis.call('HEXISTS', name, 'window') == 1 then
+    -- A windowed filter's items are in slots the proxy picks by the upstream's clock
+    -- (docs/windowed-filters.md): not inside a transaction.
+    error({err = 'ERR bloomproxy: BF commands on a windowed filter cannot run inside MULTI'})
+  end
   local f, why = parse_meta(redis.call('HGETALL', name))
   if not f then return 'damaged', why end
   f.counts = {}

@@ -14,6 +14,7 @@
 
 #include "filters/bloom/bf_plan_state.h"
 #include "filters/bloom/bloom.h"
+#include "filters/bloom/window/window_plan.h"
 #include "filters/common/plan_requests.h"
 
 namespace bloomproxy::filters::bf_plan_internal {
@@ -48,15 +49,30 @@ void BfPlan::Start(PlanStep* step) {
   const bool creating = req_.command == BfCommand::kReserve ||
                         (req_.command == BfCommand::kLoadChunk && req_.iterator == 1);
   if (!meta_ || creating) return Fetch(step);
+  if (meta_->windowed()) return HandOver(step);
+  if (req_.ttl_ms > 0) return Finish(step, std::string(kBadTtl));
   Main(step);
 }
 
-const std::vector<std::string>& BfPlan::MemberReplies() const { return member_replies_; }
+const std::vector<std::string>& BfPlan::MemberReplies() const {
+  return delegate_ ? delegate_->MemberReplies() : member_replies_;
+}
+
+void BfPlan::HandOver(PlanStep* step) {
+  std::vector<std::string_view> views(items_.begin(), items_.end());
+  BfRequest request = req_;
+  request.items = views;
+  delegate_ = MakeWindowPlan(request, members_, meta_, cache_, config_);
+  trailing_.MoveTo(step);
+  skip_ = step->replies;
+  delegate_->Start(step);
+}
 
 void BfPlan::OnReplies(StepReplies& r, PlanStep* step) {
   // Replies of trailing requests (cleanup, counts) sent with the last step come first.
   r.Skip(skip_);
   skip_ = 0;
+  if (delegate_) return delegate_->OnReplies(r, step);
   switch (phase_) {
     case Phase::kFetch:
       return OnFetch(r, step);
@@ -220,6 +236,7 @@ void BfPlan::OnFetch(StepReplies& r, PlanStep* step) {
     meta_ = nullptr;
     if (state == KeyState::kError) return Finish(step, error);
     if (ReplyForAbsent(state, step)) return;
+    if (req_.ttl_ms > 0 && req_.window_ms == 0) return Finish(step, std::string(kBadTtl));
     if (req_.command == BfCommand::kLoadChunk) {
       // The header is looked at once the key is known to be free, as RedisBloom does.
       std::string error = LoadHeaderError(data_, &header_);
@@ -228,11 +245,13 @@ void BfPlan::OnFetch(StepReplies& r, PlanStep* step) {
     return Create(step);
   }
   if (req_.command == BfCommand::kReserve) return Finish(step, std::string(kItemExists));
-  if (req_.command == BfCommand::kLoadChunk && req_.iterator == 1) {
+  if (req_.command == BfCommand::kLoadChunk && req_.iterator == 1 && !meta->windowed()) {
     return Finish(step, std::string(kBadData));
   }
   meta_ = meta;
   cache_->Put(name_, meta_);
+  if (meta_->windowed()) return HandOver(step);
+  if (req_.ttl_ms > 0) return Finish(step, std::string(kBadTtl));
   if (!deferred_error_.empty()) return Finish(step, deferred_error_);
   if (NeedsCounts()) return FetchCounts(step);
   Main(step);

@@ -82,6 +82,10 @@ class BfPlan : public Plan {
 
   // --- steps, replies, restarts (bf_plan.cc) ----------------------------------------------
 
+  // A windowed filter's command goes on in a window plan (filters/bloom/window/), which gets
+  // the step and every reply from now on.
+  void HandOver(PlanStep* step);
+
   bool Creates() const;         // the command creates the filter when the name is free
   bool NeedsCounts() const;     // the command reads the counts before its own round
   bool Adding() const;          // BF.ADD / BF.MADD / BF.INSERT
@@ -125,6 +129,9 @@ class BfPlan : public Plan {
   void AddPublish(Requests* req, const FilterMeta& meta) const;
   void AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count,
                    bool shared) const;
+  // A windowed filter's slot's data keys outlive its name by this much (AddExpireAt).
+  static constexpr int64_t kSlotDataGraceMs = 100;
+  void AddExpireAt(Requests* req, const std::string& key, bool data) const;
   void OnCreate(StepReplies& r, PlanStep* step);
   void CreateLink(PlanStep* step);
   void OnCreateLink(StepReplies& r, PlanStep* step);
@@ -199,6 +206,7 @@ class BfPlan : public Plan {
   static constexpr int kMaxRestarts = 5;
   static constexpr std::string_view kBusy = "-ERR filter metadata keeps changing, try again\r\n";
 
+  std::unique_ptr<Plan> delegate_;  // a windowed filter's window plan
   BfRequest req_;
   std::string name_;
   std::string deferred_error_;

@@ -22,9 +22,9 @@ int64_t SlotFor(const WindowShape& w, int64_t t, uint64_t lifetime) {
 
 SlotRange LiveSlots(const WindowShape& w, int64_t t_lo, int64_t t_hi) {
   SlotRange r;
-  // The least e with SlotEnd(e) > t_lo, i.e. e·W / (g - 1) > t_lo.
-  r.first =
-      FloorDiv(t_lo * (static_cast<int64_t>(w.slots) - 1), static_cast<int64_t>(w.window_ms)) + 1;
+  // Redis keeps a key through its expiry time itself (it drops it once the time is past), so
+  // the oldest slot that may exist is the first with SlotEnd(e) >= t_lo.
+  r.first = SlotFor(w, t_lo, 0);
   r.last = SlotFor(w, t_hi, w.window_ms);
   return r;
 }

@@ -23,8 +23,9 @@ int64_t SlotEnd(const WindowShape& w, int64_t e);
 int64_t SlotFor(const WindowShape& w, int64_t t, uint64_t lifetime);
 
 // The slots a lookup reads when the upstream's time is somewhere in [t_lo, t_hi]: every slot
-// that may still exist (SlotEnd(e) > t_lo) and that an add may have written
-// (e <= SlotFor(t_hi, W)). With t_lo == t_hi that is at most g slots.
+// that may still exist (SlotEnd(e) >= t_lo: Redis drops a key once its time is past) and that
+// an add may have written (e <= SlotFor(t_hi, W)). With t_lo == t_hi that is at most g slots,
+// and g + 1 only at the instant a slot ends.
 struct SlotRange {
   int64_t first = 0;
   int64_t last = -1;  // inclusive; empty when last < first
