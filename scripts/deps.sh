@@ -12,6 +12,7 @@ packages=(
   redis-server redis-tools nutcracker
   python3 python3-redis python3-pytest python3-prometheus-client
   python3-yaml podman ca-certificates
+  faketime
 )
 tests=false
 for arg in "$@"; do

@@ -620,6 +620,68 @@ def start_proxy(workdir, upstream, extra_args=(), env=None, port=None, unixsocke
     raise last_error
 
 
+# ---------------------------------------------------------------------------------------------
+# A proxy with its clocks off (libfaketime, Debian package faketime)
+
+# Where Debian's libfaketime package puts the library the `faketime` command preloads (-m: the
+# variant safe with threads).
+FAKETIME_LIBRARIES = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                      "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+                      "/usr/lib/faketime/libfaketimeMT.so.1")
+FAKETIME_MISSING = ("faketime is not installed: these tests run a proxy whose clock is minutes "
+                    "off under libfaketime (Debian package `faketime`; scripts/deps.sh installs "
+                    "it: `apt-get install faketime`)")
+
+
+def offset_seconds(offset):
+    """Seconds of a libfaketime relative offset: "+7m" -> 420, "-5m" -> -300, "+30s", "-2h"."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    assert offset[0] in "+-" and offset[-1] in units, f"not a relative offset: {offset!r}"
+    return float(offset[:-1]) * units[offset[-1]]
+
+
+def faketime_env(offset):
+    """The environment `faketime -m -f OFFSET cmd` gives cmd: libfaketime preloaded, FAKETIME set.
+    (The `faketime` command itself forks and waits, and does not pass signals on, so a proxy is
+    started with this environment instead, as its own process.) libfaketime 0.9.10 fakes
+    CLOCK_REALTIME and CLOCK_MONOTONIC alike (the monotonic clock then reads the faked wall
+    time); faketime_env checks both are off. pytest.fail (never a skip) when it is missing."""
+    import shutil
+    import sys
+    import pytest
+    lib = next((p for p in FAKETIME_LIBRARIES if os.path.exists(p)), None)
+    if shutil.which("faketime") is None or lib is None:
+        pytest.fail(FAKETIME_MISSING, pytrace=False)
+    env = {"LD_PRELOAD": lib, "FAKETIME": offset}
+    probe = ("import time; print(time.time(), time.clock_gettime(time.CLOCK_MONOTONIC))")
+    real_wall, real_mono = time.time(), time.clock_gettime(time.CLOCK_MONOTONIC)
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, f"python under libfaketime failed: {out.stderr}"
+    wall, mono = (float(x) for x in out.stdout.split())
+    want = offset_seconds(offset)
+    assert abs((wall - real_wall) - want) < 10, \
+        f"libfaketime with FAKETIME={offset}: the wall clock is {wall - real_wall:+.1f} s off"
+    assert abs(mono - real_mono) > abs(want) / 2, \
+        f"libfaketime with FAKETIME={offset} does not fake CLOCK_MONOTONIC ({mono} vs {real_mono})"
+    return env
+
+
+def check_proxy_clock_offset(p, offset, tolerance=10.0):
+    """The proxy's own clock is `offset` off: the time of its log's "ready" line against ours."""
+    import re
+    want = offset_seconds(offset)
+    for line in p.log().splitlines():
+        m = re.match(r"^\d+:\w (\d+ \w+ \d+ \d\d:\d\d:\d\d)\.\d+ . .*ready", line)
+        if m:
+            logged = time.mktime(time.strptime(m.group(1), "%d %b %Y %H:%M:%S"))
+            off = logged - time.time()
+            assert abs(off - want) < tolerance, \
+                f"the proxy under FAKETIME={offset} logs times {off:+.0f} s off:\n{line}"
+            return off
+    raise AssertionError("no 'ready' line with a time in the proxy's log:\n" + p.log())
+
+
 def replies_of(port, payload, nreplies, unix=None, timeout=10.0):
     """Sends `payload` in one write on a fresh connection; returns the list of the first
     `nreplies` raw replies."""

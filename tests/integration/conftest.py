@@ -13,6 +13,10 @@ its own proxies, so test files can run in parallel (ctest -j).
                          teardown each proxy gets SIGTERM and must exit with code 0 within 10 s.
                          Its stderr/stdout go to a file in tmp, printed when the test fails.
     bp                -> proxy() with default flags
+    faketime_proxy    -> factory like `proxy`: faketime_proxy(offset, *extra_flags, **kw) starts
+                         bloomproxy under libfaketime (Debian package faketime) with its clocks,
+                         the wall clock and CLOCK_MONOTONIC alike, `offset` ("+7m", "-5m") away
+                         from the machine's, and checks from its log that they are
     hiredis_client    -> path of the hiredis test program
     redis_cluster     -> a bp_cluster.RedisCluster (3 masters, 1 replica each), started once per
                          test module and stopped after it (tests FLUSHALL it as they need)
@@ -145,6 +149,18 @@ def helpers():
 def bp(proxy):
     """A bloomproxy with default flags in front of `redis_instance`."""
     return proxy()
+
+
+@pytest.fixture
+def faketime_proxy(proxy):
+    """bloomproxy with its clocks `offset` off (bp_helpers.faketime_env): fails, never skips,
+    when faketime is missing."""
+    def start(offset, *extra_args, env=None, **kw):
+        p = proxy(*extra_args, env={**bp_helpers.faketime_env(offset), **(env or {})}, **kw)
+        bp_helpers.check_proxy_clock_offset(p, offset)
+        return p
+
+    return start
 
 
 @pytest.fixture(scope="module")
