@@ -46,7 +46,7 @@ void BfPlan::AddPublish(Requests* req, const FilterMeta& meta) const {
   for (std::string& f : MetaHashFields(meta)) hset.push_back(std::move(f));
   req->Add(hset);
   req->Last().kind = ReplyCheck::Kind::kInteger;
-  AddExpireAt(req, tmp, /*data=*/false);  // RENAMENX keeps it
+  AddExpireAt(req, tmp);  // RENAMENX keeps it
   req->Add({"RENAMENX", tmp, name_});
   req->Last().kind = ReplyCheck::Kind::kInteger;
 }
@@ -75,7 +75,7 @@ void BfPlan::AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int
     if (!shared) {
       req->Add({"SETRANGE", key, U64(len - 1), std::string_view("\0", 1)});
       describe(ReplyCheck::Kind::kLength);
-      AddExpireAt(req, key, /*data=*/true);
+      AddExpireAt(req, key);
       continue;
     }
     if (ShardingProxy()) {
@@ -96,18 +96,14 @@ void BfPlan::AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int
   c.kind = ReplyCheck::Kind::kNoError;
   c.role = ReplyCheck::Role::kCount;
   c.link = static_cast<uint32_t>(link);
-  if (!shared) AddExpireAt(req, meta.CountKey(link), /*data=*/true);
+  if (!shared) AddExpireAt(req, meta.CountKey(link));
 }
 
-// A windowed filter's slot: every key it creates ends with the slot (Redis drops it then).
-// Its data keys end kSlotDataGraceMs after its name: a round reads the name (validation) before
-// them, so a slot that ends between two requests of one pipeline is seen gone, never with its
-// name and without its bits. A new link's keys take the name's expiry plus that grace too
-// (OnCreateLink).
-void BfPlan::AddExpireAt(Requests* req, const std::string& key, bool data) const {
+// A windowed filter's slot: every key it creates ends with the slot (Redis drops it then); a new
+// link's keys take the name's expiry (CreateLink), which is the same time.
+void BfPlan::AddExpireAt(Requests* req, const std::string& key) const {
   if (req_.expire_at_ms <= 0) return;
-  const int64_t at = req_.expire_at_ms + (data ? kSlotDataGraceMs : 0);
-  req->Add({"PEXPIREAT", key, std::to_string(at)});
+  req->Add({"PEXPIREAT", key, std::to_string(req_.expire_at_ms)});
   req->Last().kind = ReplyCheck::Kind::kInteger;
 }
 
@@ -192,7 +188,6 @@ void BfPlan::OnCreateLink(StepReplies& r, PlanStep* step) {
   ParseCount(Str(r.Get(n - 2)), &count);
   FrameInt(r.Frame(n - 1), &expire_at);
   meta_->counts[l] = count;
-  if (expire_at > 0 && req_.expire_at_ms > 0) expire_at += kSlotDataGraceMs;
   if (expire_at > 0) {
     for (uint64_t s = 0; s < meta_->ShardCount(l); ++s) {
       trailing_.Add({"PEXPIREAT", meta_->BitsKey(l, s), std::to_string(expire_at)});

@@ -129,9 +129,7 @@ class BfPlan : public Plan {
   void AddPublish(Requests* req, const FilterMeta& meta) const;
   void AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int64_t count,
                    bool shared) const;
-  // A windowed filter's slot's data keys outlive its name by this much (AddExpireAt).
-  static constexpr int64_t kSlotDataGraceMs = 100;
-  void AddExpireAt(Requests* req, const std::string& key, bool data) const;
+  void AddExpireAt(Requests* req, const std::string& key) const;
   void OnCreate(StepReplies& r, PlanStep* step);
   void CreateLink(PlanStep* step);
   void OnCreateLink(StepReplies& r, PlanStep* step);

@@ -7,8 +7,7 @@
 -- data keys and marker get the same (gone, persistent, or the same absolute time). A windowed
 -- filter's slots keep their own end as their latest expiry, so the window still forgets on time:
 -- a slot's hash gets the earlier of the name's new expiry and the slot's end (PERSIST: the
--- slot's end), its data keys that plus SLOT_DATA_GRACE_MS, as when the slot was created
--- (common/live_slots.lua).
+-- slot's end), and so do its data keys, as when the slot was created (common/live_slots.lua).
 
 --@include common/marked.lua
 --@include common/filter_at.lua
@@ -21,7 +20,7 @@ if data and r == 1 then
     local ends = s.ends
     if at >= 0 and at < ends then ends = at end
     own[s.name] = ends
-    for _, d in ipairs(s.keys) do own[d] = ends + SLOT_DATA_GRACE_MS end
+    for _, d in ipairs(s.keys) do own[d] = ends end
   end
   data[#data + 1] = m
   for _, d in ipairs(data) do

@@ -8,10 +8,8 @@
 -- ceil((t+W)·(g−1)/W) + 1 (LiveSlots, and one more: a slot written by a proxy whose estimate of
 -- the upstream's clock runs a little ahead). Returns a list of {name = SlotName, ends =
 -- SlotEnd(e)}, whether or not they exist; nil when `id`, `w` or `g` is not what a windowed
--- filter's hash holds (an id, 0 < W, 2 <= g <= 64). A slot's hash carries PEXPIREAT `ends`, its
--- data keys SLOT_DATA_GRACE_MS later (BfPlan::kSlotDataGraceMs, filters/bloom/bf_plan_create.cc:
--- a slot ending between two requests of a pipeline reads as gone, never as a name without bits).
-local SLOT_DATA_GRACE_MS = 100
+-- filter's hash holds (an id, 0 < W, 2 <= g <= 64). Every key of a slot carries PEXPIREAT `ends`
+-- (filters/bloom/bf_plan_create.cc).
 local function floor_div(a, b)
   local q = math.floor(a / b)
   if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end

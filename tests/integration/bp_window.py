@@ -8,9 +8,8 @@ of what the key commands, KEYS/SCAN, WATCH and the sweep do to one:
   P:bf:<id>:w<e>             hash    slot e: a filter of its own (id <sid>, links l0 l1)
   P:bf:<id>:w<e>:bf:<sid>:<l>.<s>, ...:<l>:n    its shards and counts
 
-with P = DataKeyPrefix(N); slot e's hash carries PEXPIREAT SlotEnd(e) = ceil(e·W/(g−1)), its data
-keys DATA_GRACE_MS later (filters/bloom/bf_plan_create.cc: a slot ending mid-pipeline reads as
-gone, never as a name without its bits).
+with P = DataKeyPrefix(N); every key of slot e carries PEXPIREAT SlotEnd(e) = ceil(e·W/(g−1))
+(filters/bloom/bf_plan_create.cc).
 """
 
 import secrets
@@ -47,7 +46,6 @@ def upstream_ms(r):
     return seconds * 1000 + micros // 1000
 
 
-DATA_GRACE_MS = 100
 SHARD = 64
 # Two links per slot: 128 bytes (2 shards of 64) and 256 bytes (4 shards).
 LINKS = [(128, 100), (256, 200)]
@@ -97,7 +95,7 @@ class HandWindow:
         end = ends if ends is not None else slot_end(e, self.w, self.g)
         assert self.r.pexpireat(slot, end)
         for k in keys[1:]:
-            assert self.r.pexpireat(k, end + DATA_GRACE_MS)
+            assert self.r.pexpireat(k, end)
         self.slots[e] = (end, keys)
         return keys
 
@@ -109,14 +107,14 @@ class HandWindow:
         return {self.name.encode(), self.marker.encode()} | self.slot_keys()
 
     def ends(self, at=None):
-        """{key: its expiry} of every slot key: the slot's end (its data keys' DATA_GRACE_MS
-        later), or the user's expiry `at` of the name when that is earlier."""
+        """{key: its expiry} of every slot key: the slot's end, or the user's expiry `at` of the
+        name when that is earlier."""
         out = {}
         for end, keys in self.slots.values():
             if at is not None:
                 end = min(end, at)
             out[keys[0].encode()] = end
-            out.update({k.encode(): end + DATA_GRACE_MS for k in keys[1:]})
+            out.update({k.encode(): end for k in keys[1:]})
         return out
 
     def renamed(self, to):

@@ -29,7 +29,8 @@ TEST(WindowSlots, UnevenSlotLength) {
   EXPECT_EQ(SlotEnd(w, 1), 334);
   EXPECT_EQ(SlotEnd(w, 2), 667);
   EXPECT_EQ(SlotEnd(w, 3), 1000);
-  EXPECT_EQ(SlotFor(w, 0, 334), 2);  // 334 > 333.33: slot 2 (ends 667)
+  EXPECT_EQ(SlotFor(w, 0, 334), 1);  // slot 1 ends at 334 (333.33 rounded up): still in it
+  EXPECT_EQ(SlotFor(w, 0, 335), 2);
   EXPECT_EQ(SlotFor(w, 0, 333), 1);
 }
 

@@ -21,6 +21,12 @@ class SubPlans {
   // Adds a plan; returns its index. Only before Start().
   size_t Add(std::unique_ptr<Plan> plan);
   size_t size() const { return subs_.size(); }
+  // Forgets every plan (and what finished ones still had to send).
+  void Clear() {
+    subs_.clear();
+    trailing_.clear();
+    trailing_replies_ = 0;
+  }
 
   // Starts every plan and appends their first requests to `step`, after the last requests of
   // plans that ended at once; returns how many replies those are (to drop), as Next().

@@ -49,6 +49,8 @@ class WindowPlan : public Plan {
   void Finish(PlanStep* step, std::string reply);
   void FinishAdd(PlanStep* step);
   void FinishLookup(PlanStep* step);
+  bool Ended(size_t sub) const;
+  bool Failed(size_t sub) const;
 
   BfRequest req_;
   std::string name_;
@@ -63,7 +65,9 @@ class WindowPlan : public Plan {
   size_t drop_ = 0;  // replies of finished sub-plans' last requests, after the validation
   std::deque<std::string> slot_names_;
   SubPlans subs_;
-  size_t add_sub_ = 0;  // adds: the sub-plan that adds; the others look up
+  std::vector<int64_t> sub_slot_;  // the slot each sub-plan runs on
+  size_t add_sub_ = 0;             // adds: the sub-plan that adds; the others look up
+  int rounds_ = 0;                 // rounds begun (an add restarts when its slot ended)
   std::unique_ptr<Plan> fallback_;
   std::vector<std::string> member_replies_;
 };
@@ -170,12 +174,14 @@ BfRequest WindowPlan::SlotRequest(BfCommand command, int64_t e) {
 // add counts from (never before the client's request), `bracket` where the upstream's time is.
 void WindowPlan::Begin(PlanStep* step, int64_t add_time_ms, const ClockBracket& bracket) {
   phase_ = Phase::kRound;
+  ++rounds_;
   const SlotRange live = LiveSlots(Shape(), bracket.lo_ms, bracket.hi_ms);
   if (Adding()) {
     const int64_t e = SlotFor(Shape(), add_time_ms, Lifetime());
     BfRequest add = SlotRequest(req_.command, e);
     add.expire_at_ms = SlotEnd(Shape(), e);
     add_sub_ = subs_.Add(MakeBatchPlan(add, members_, cache_, config_));
+    sub_slot_.push_back(e);
     // The other live slots are looked up item by item (single-item lookups are probed: an
     // absent item costs one bit read per link, bf_plan_read.cc).
     lookup_members_.clear();
@@ -189,10 +195,12 @@ void WindowPlan::Begin(PlanStep* step, int64_t add_time_ms, const ClockBracket& 
     lookup_members_ = members_;
     for (int64_t o = live.first; o <= live.last; ++o) {
       subs_.Add(MakeBatchPlan(SlotRequest(BfCommand::kMExists, o), members_, cache_, config_));
+      sub_slot_.push_back(o);
     }
   } else {
     for (int64_t o = live.first; o <= live.last; ++o) {
       subs_.Add(MakeBfPlan(SlotRequest(req_.command, o), cache_, config_));
+      sub_slot_.push_back(o);
     }
   }
   AddValidation(step);
@@ -236,12 +244,36 @@ void WindowPlan::Finish(PlanStep* step, std::string reply) {
   subs_.TakeTrailing(step);
 }
 
+// Whether sub-plan `sub`'s slot may have ended by now on the upstream's clock: Redis drops a
+// slot's keys at its end, so a plan whose rounds span that moment finds a key missing (an
+// error), which then only says the slot is gone.
+bool WindowPlan::Ended(size_t sub) const {
+  return SlotEnd(Shape(), sub_slot_[sub]) < BracketAt(meta_->clock, Now()).hi_ms;
+}
+
+bool WindowPlan::Failed(size_t sub) const {
+  if (subs_.member_replies(sub).empty()) return true;
+  for (const std::string& r : subs_.member_replies(sub)) {
+    if (!r.empty() && r[0] == '-') return true;
+  }
+  return false;
+}
+
 void WindowPlan::FinishAdd(PlanStep* step) {
+  if (Failed(add_sub_) && Ended(add_sub_) && rounds_ < 3) {
+    // The items' slot ended while they were added (a short TTL, a slow round): add them again
+    // from now.
+    subs_.TakeTrailing(step);
+    subs_.Clear();
+    sub_slot_.clear();
+    const int64_t now = Now();
+    return Begin(step, BracketAt(meta_->clock, now).hi_ms, BracketAt(meta_->clock, now));
+  }
   const std::vector<std::string>& added = subs_.member_replies(add_sub_);
   if (added.empty()) return Finish(step, subs_.reply(add_sub_));  // one error for all
   std::vector<bool> elsewhere(items_.size(), false);
   for (size_t i = 0; i < subs_.size(); ++i) {
-    if (i == add_sub_) continue;
+    if (i == add_sub_ || (Failed(i) && Ended(i))) continue;
     std::string error;
     if (!FoundInMembers(subs_.reply(i), subs_.member_replies(i), lookup_members_, &elsewhere,
                         &error)) {
@@ -257,12 +289,19 @@ void WindowPlan::FinishAdd(PlanStep* step) {
 
 void WindowPlan::FinishLookup(PlanStep* step) {
   std::vector<std::string> replies;
-  for (size_t i = 0; i < subs_.size(); ++i) replies.push_back(subs_.reply(i));
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    const std::string& r = subs_.reply(i);
+    const bool gone = !r.empty() && r[0] == '-' && Ended(i);
+    replies.push_back(!gone                              ? r
+                      : req_.command == BfCommand::kCard ? Integer(0)
+                                                         : std::string(kNotFound));
+  }
   switch (req_.command) {
     case BfCommand::kExists:
     case BfCommand::kMExists: {
       std::vector<bool> found(items_.size(), false);
       for (size_t i = 0; i < subs_.size(); ++i) {
+        if (Failed(i) && Ended(i)) continue;  // a slot that ended under the lookup: gone
         std::string error;
         if (!FoundInMembers(subs_.reply(i), subs_.member_replies(i), lookup_members_, &found,
                             &error)) {

@@ -14,10 +14,12 @@ int64_t SlotEnd(const WindowShape& w, int64_t e) {
 }
 
 int64_t SlotFor(const WindowShape& w, int64_t t, uint64_t lifetime) {
-  // The least e with e·W / (g - 1) >= t + L, which is the least e with SlotEnd(e) >= t + L
-  // (t + L is an integer).
+  // SlotEnd(e) = ceil(e·W / (g - 1)) >= n, for the integer n = t + L, exactly when
+  // e·W / (g - 1) > n - 1: the least such e is floor((n - 1)·(g - 1) / W) + 1.
   const int64_t due = t + static_cast<int64_t>(lifetime);
-  return CeilDiv(due * (static_cast<int64_t>(w.slots) - 1), static_cast<int64_t>(w.window_ms));
+  return FloorDiv((due - 1) * (static_cast<int64_t>(w.slots) - 1),
+                  static_cast<int64_t>(w.window_ms)) +
+         1;
 }
 
 SlotRange LiveSlots(const WindowShape& w, int64_t t_lo, int64_t t_hi) {
