@@ -34,8 +34,8 @@ struct BfConfig {
   LayoutRules layouts;
   // bf-window rules: names whose filters BF.ADD, BF.MADD and BF.INSERT create windowed.
   WindowRules windows;
-  // The local monotonic clock in µs, for windowed filters' clock samples (null: the steady
-  // clock; tests set their own).
+  // The local monotonic clock in µs, for windowed filters' clock samples (null: CLOCK_BOOTTIME;
+  // tests set their own).
   int64_t (*monotonic_us)() = nullptr;
 };
 

@@ -1,6 +1,7 @@
 #include "filters/bloom/window/window_plan.h"
 
-#include <chrono>
+#include <time.h>
+
 #include <deque>
 #include <string_view>
 #include <utility>
@@ -95,9 +96,11 @@ WindowPlan::WindowPlan(const BfRequest& request, std::vector<BfMember> members,
 
 int64_t WindowPlan::Now() const {
   if (config_->monotonic_us != nullptr) return config_->monotonic_us();
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  // CLOCK_BOOTTIME: monotonic, and it keeps counting while the host is suspended (the
+  // upstream's clock does too), where CLOCK_MONOTONIC stops.
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
 }
 
 void WindowPlan::Start(PlanStep* step) {
