@@ -265,12 +265,10 @@ bool WindowPlan::Failed(size_t sub) const {
 void WindowPlan::FinishAdd(PlanStep* step) {
   if (Failed(add_sub_) && Ended(add_sub_) && rounds_ < 3) {
     // The items' slot ended while they were added (a short TTL, a slow round): add them again
-    // from now.
-    subs_.TakeTrailing(step);
+    // from now. What the slot's plan still had to send (its cleanup) is for keys Redis dropped.
     subs_.Clear();
     sub_slot_.clear();
-    const int64_t now = Now();
-    return Begin(step, BracketAt(meta_->clock, now).hi_ms, BracketAt(meta_->clock, now));
+    return Start(step);  // the upstream's TIME again where the bracket cannot decide the slot
   }
   const std::vector<std::string>& added = subs_.member_replies(add_sub_);
   if (added.empty()) return Finish(step, subs_.reply(add_sub_));  // one error for all

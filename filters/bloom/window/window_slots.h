@@ -1,5 +1,5 @@
 // A windowed filter's slots (docs/windowed-filters.md): window W ms, g slots, slot length
-// s = W / (g - 1). Slot e holds the items that expire in ((e - 1)·s, e·s] on the upstream's
+// s = W / (g - 1). Slot e holds the items due in (SlotEnd(e - 1), SlotEnd(e)] on the upstream's
 // clock, and its keys carry PEXPIREAT SlotEnd(e), so Redis drops a slot when it ends. Times are
 // Unix milliseconds on the upstream's clock. Pure arithmetic, in integers (no rounding drift).
 #pragma once
@@ -24,8 +24,8 @@ int64_t SlotFor(const WindowShape& w, int64_t t, uint64_t lifetime);
 
 // The slots a lookup reads when the upstream's time is somewhere in [t_lo, t_hi]: every slot
 // that may still exist (SlotEnd(e) >= t_lo: Redis drops a key once its time is past) and that
-// an add may have written (e <= SlotFor(t_hi, W)). With t_lo == t_hi that is at most g slots,
-// and g + 1 only at the instant a slot ends.
+// an add may have written (e <= SlotFor(t_hi, W)). With t_lo == t_hi that is at most g slots
+// when a slot is 1 ms or longer.
 struct SlotRange {
   int64_t first = 0;
   int64_t last = -1;  // inclusive; empty when last < first
