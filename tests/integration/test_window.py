@@ -7,7 +7,9 @@ SlotEnd(e) = ceil(e·W/(g−1)) >= t + L, whose keys carry PEXPIREAT SlotEnd(e) 
 clock; s = W/(g−1). Checked here:
 
 1. no miss inside the lifetime: every item answers 1 through the OTHER proxy when that lookup's
-   reply came back before t + L (t = when the add was sent);
+   reply came back before t + L (t = when the add was sent); half the lookups are sent 2-25 ms
+   before t + L, half 25-250 ms before (a machine loaded by sanitizers still gets enough back in
+   time; the test fails, never passes vacuously, if fewer than 30 % do, or 5 % of the close ones);
 2. forgotten one slot after: looked up from t' + L + s + 3 ms on (t' = when the add's reply
    came back, the latest upstream time its slot can have been decided at; the 3 ms are the slot
    end's rounding up to a whole ms, Redis keeping a key through the ms of its PEXPIREAT, and
@@ -42,6 +44,8 @@ from test_bf_concurrency import run_threads
 ERROR = 0.01
 STEP_MS = 4            # one BF.ADD and one BF.INSERT ... TTL every STEP_MS, each through one proxy
 BEFORE_MS = (2, 25)    # "just before t + L": a lookup sent this many ms (at random) before it
+FAR_BEFORE_MS = (25, 250)  # ... for half the items, so that a loaded machine (CI under
+                           # sanitizers) still gets most lookups back before t + L
 AFTER_MARGIN_MS = 3    # "just after t' + L + s" (see the module's docstring)
 
 
@@ -190,7 +194,8 @@ def add_and_check(conns, key, window, g, duration_ms, rng):
                 assert reply in (0, 1, [0], [1]), f"{args} answered {reply!r}"
                 items.append(it)
                 idx = len(items) - 1
-                before = max(it.replied, it.sent + it.life - rng.uniform(*BEFORE_MS))
+                ahead = rng.uniform(*(BEFORE_MS if rng.random() < 0.5 else FAR_BEFORE_MS))
+                before = max(it.replied, it.sent + it.life - ahead)
                 heapq.heappush(heap, (before, idx, "before"))
                 heapq.heappush(heap, (it.replied + it.life + s + AFTER_MARGIN_MS, idx, "after"))
             step += 1
@@ -254,9 +259,10 @@ def test_found_for_the_lifetime_and_forgotten_one_slot_after(g, window, offset, 
             + "; ".join(f"{it.name} added via proxy {it.via} life {it.life} ms, looked up "
                         f"{it.sent + it.life - it.checked_at:.1f} ms before t + L"
                         for it in missed[:5]))
-        assert len(strict) >= 0.8 * len(items), (
-            f"only {len(strict)} of {len(items)} lookups came back before t + L: the machine "
-            "was too slow to show guarantee 1")
+        near = [it for it in strict if it.sent + it.life - it.checked_at <= BEFORE_MS[1]]
+        assert len(strict) >= 0.3 * len(items) and len(near) >= 0.05 * len(items), (
+            f"only {len(strict)} of {len(items)} lookups came back before t + L ({len(near)} "
+            f"within {BEFORE_MS[1]} ms of it): the machine was too slow to show guarantee 1")
         late = sum(it.after for it in items)
         limit = binomial_limit(len(items), ERROR)
         assert late <= limit, (
@@ -271,7 +277,8 @@ def test_found_for_the_lifetime_and_forgotten_one_slot_after(g, window, offset, 
         left = filter_keys(redis_instance, key)
         assert left["marker"] and not left["slots"] and not left["other"], left
         assert a.command("EXISTS", key) == 1
-    print(f"g={g} W={window}: {len(items)} items, {len(strict)} looked up before t + L, "
+    print(f"g={g} W={window}: {len(items)} items, {len(strict)} looked up before t + L "
+          f"({len(near)} within {BEFORE_MS[1]} ms of it), "
           f"{late} found after t' + L + s (limit {limit})")
 
 
