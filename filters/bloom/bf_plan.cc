@@ -27,12 +27,7 @@ BfPlan::BfPlan(const BfRequest& request, FilterCache* cache, const BfConfig* con
       cache_(cache),
       config_(config),
       members_(std::move(members)) {
-  if (members_.empty()) {
-    const bool multi = request.command == BfCommand::kMAdd ||
-                       request.command == BfCommand::kInsert ||
-                       request.command == BfCommand::kMExists;
-    members_.push_back({0, request.items.size(), multi});
-  }
+  if (members_.empty()) members_.push_back(WholeCommand(request));
   // The request's views point into the client's input buffer, which changes while the plan
   // runs: keep copies.
   items_.reserve(request.items.size());

@@ -22,6 +22,14 @@ namespace bloomproxy::filters {
 // One BF command of several coalesced into one plan (filters/common/plan.h).
 using BfMember = PlanMember;
 
+// The one member of a plan for a single command: all its items; an array reply for BF.MADD,
+// BF.INSERT and BF.MEXISTS.
+inline BfMember WholeCommand(const BfRequest& request) {
+  const bool multi = request.command == BfCommand::kMAdd || request.command == BfCommand::kInsert ||
+                     request.command == BfCommand::kMExists;
+  return {0, request.items.size(), multi};
+}
+
 // A plan for a parsed BF command. `cache` and `config` outlive the plan. `deferred_error`,
 // when not empty, is an argument error RedisBloom reports only once the key is known to be a
 // filter (BF.INFO's field, BF.SCANDUMP's iterator): "not found" and WRONGTYPE come first.

@@ -8,6 +8,7 @@
 
 #include "filters/bloom/bf_replies.h"
 #include "filters/bloom/window/sub_plans.h"
+#include "filters/bloom/window/upstream_time.lua.h"
 #include "filters/bloom/window/window_clock.h"
 #include "filters/bloom/window/window_replies.h"
 #include "filters/bloom/window/window_slots.h"
@@ -15,10 +16,6 @@
 
 namespace bloomproxy::filters {
 namespace {
-
-// The upstream's TIME, read on the filter's own server (a script with the name as its key:
-// every kind of upstream forwards it there, a sharding proxy too).
-constexpr std::string_view kTimeScript = "return redis.call('TIME')";
 
 class WindowPlan : public Plan {
  public:
@@ -81,12 +78,7 @@ WindowPlan::WindowPlan(const BfRequest& request, std::vector<BfMember> members,
       meta_(std::move(meta)),
       cache_(cache),
       config_(config) {
-  if (members_.empty()) {
-    const bool multi = request.command == BfCommand::kMAdd ||
-                       request.command == BfCommand::kInsert ||
-                       request.command == BfCommand::kMExists;
-    members_.push_back({0, request.items.size(), multi});
-  }
+  if (members_.empty()) members_.push_back(WholeCommand(request));
   items_.reserve(request.items.size());
   for (std::string_view item : request.items) items_.emplace_back(item);
   req_.items.clear();
@@ -154,7 +146,7 @@ void WindowPlan::AskTime(PlanStep* step) {
   phase_ = Phase::kTime;
   AddValidation(step);
   Requests req;
-  req.Add({"EVAL", kTimeScript, "1", name_});
+  req.Add({"EVAL", lua::kUpstreamTime.body, "1", name_});  // upstream_time.lua
   req.MoveTo(step);
   time_sent_us_ = Now();
 }
