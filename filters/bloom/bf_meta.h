@@ -30,6 +30,10 @@ struct BfConfig {
   // Behind a sharding proxy plans use only the commands it forwards (BITFIELD for
   // BITFIELD_RO, small scripts with keys for RENAMENX and PEXPIRETIME).
   protocol::UpstreamKind upstream = protocol::UpstreamKind::kRedis;
+  // Behind a Redis Cluster a redirected command (an ASK's resend, a TRYAGAIN held for a while)
+  // can run after a later one of the same step: plans then create keys with the same single-key
+  // scripts as behind a sharding proxy, so no step depends on the order of its commands.
+  bool cluster = false;
   // bf-layout rules: names that are filters in a Java application's layout.
   LayoutRules layouts;
   // bf-window rules: names whose filters BF.ADD, BF.MADD and BF.INSERT create windowed.

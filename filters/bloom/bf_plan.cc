@@ -77,6 +77,8 @@ void BfPlan::OnReplies(StepReplies& r, PlanStep* step) {
       return OnCreate(r, step);
     case Phase::kCreateLink:
       return OnCreateLink(r, step);
+    case Phase::kPublishLink:
+      return OnPublishLink(r, step);
     case Phase::kMain:
       return OnMain(r, step);
   }

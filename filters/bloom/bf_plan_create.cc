@@ -2,8 +2,9 @@
 // metadata hash published under the name with RENAMENX, so that one creator wins), from the
 // command's parameters or from a BF.LOADCHUNK dump header; and a new link of a scaling filter
 // when the newest one is full, created by any number of proxies at once (RENAMENX of each
-// shard, HSETNX of the link's field) and given the name's TTL. Behind a sharding proxy, which
-// refuses RENAMENX and PEXPIRETIME, the scripts of filters/common/sharding_requests.h do the same.
+// shard, then HSETNX of the link's field) and given the name's TTL. Behind a sharding proxy, which
+// refuses RENAMENX and PEXPIRETIME, and behind a cluster, where a redirected command may run
+// after a later one of its step, the scripts of filters/common/sharding_requests.h do the same.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,10 +38,11 @@ void BfPlan::Create(PlanStep* step) {
 }
 
 // The metadata of a new filter, published under its name only if the name is free: written to
-// a temporary key and moved with RENAMENX (a sharding proxy refuses RENAMENX: a script does the
-// same there). The last reply says whether it was published (1) or the name was taken (0).
+// a temporary key and moved with RENAMENX (a sharding proxy refuses RENAMENX, and in a cluster a
+// RENAMENX held by a migration could run after the temporary key expired: a script does the same
+// there). The last reply says whether it was published (1) or the name was taken (0).
 void BfPlan::AddPublish(Requests* req, const FilterMeta& meta) const {
-  if (ShardingProxy()) return AddPublishIfFree(req, name_, MetaHashFields(meta));
+  if (ScriptedCreation()) return AddPublishIfFree(req, name_, MetaHashFields(meta));
   const std::string tmp = meta.prefix + ":bf:" + meta.id + ":new";
   std::vector<std::string> hset = {"HSET", tmp};
   for (std::string& f : MetaHashFields(meta)) hset.push_back(std::move(f));
@@ -78,7 +80,7 @@ void BfPlan::AddLinkKeys(Requests* req, const FilterMeta& meta, size_t link, int
       AddExpireAt(req, key);
       continue;
     }
-    if (ShardingProxy()) {
+    if (ScriptedCreation()) {
       AddShardIfMissing(req, key, len);
       describe(ReplyCheck::Kind::kLength);
       continue;
@@ -137,7 +139,7 @@ void BfPlan::OnCreate(StepReplies& r, PlanStep* step) {
   if (req_.expire_at_ms > 0) {
     // A windowed filter's slot has no marker (nobody names it); behind a sharding proxy the
     // publishing script set no expiry.
-    if (ShardingProxy()) trailing_.Add({"PEXPIREAT", name_, std::to_string(req_.expire_at_ms)});
+    if (ScriptedCreation()) trailing_.Add({"PEXPIREAT", name_, std::to_string(req_.expire_at_ms)});
   } else {
     // The name's marker (key_layout.h), once the name is this filter's: TYPE then knows it
     // without reading the hash.
@@ -150,9 +152,11 @@ void BfPlan::OnCreate(StepReplies& r, PlanStep* step) {
   Main(step);
 }
 
-// A new link when the newest one is full. Its keys come first, then the metadata field that
-// names it: HSETNX makes concurrent creators agree (a link's parameters are the same for
-// all of them). The name's TTL, if any, is given to the new keys.
+// A new link when the newest one is full, in two steps. Its keys come first; only once they
+// exist does the metadata field that names it follow (PublishLink), so that no reader, and no
+// failed creation, ever meets a link without its shards. Concurrent creators agree: RENAMENX (or
+// the shard script) keeps the first shard, SET NX the first count, HSETNX the first field (a
+// link's parameters are the same for all of them).
 void BfPlan::CreateLink(PlanStep* step) {
   phase_ = Phase::kCreateLink;
   const size_t l = meta_->links.size();
@@ -161,9 +165,29 @@ void BfPlan::CreateLink(PlanStep* step) {
   next->counts.push_back(0);
   Requests& req = BeginStep(step);
   AddLinkKeys(&req, *next, l, 0, /*shared=*/true);
-  req.Add({"HSETNX", name_, "l" + std::to_string(l), EncodeLink(next->links[l])});
+  EndStep(step);
+  pending_meta_ = next;
+}
+
+void BfPlan::OnCreateLink(StepReplies& r, PlanStep* step) {
+  std::string error;
+  if (!CheckReplies(r, &error)) {
+    pending_meta_.reset();
+    return Finish(step, error);
+  }
+  PublishLink(step);
+}
+
+// The new link's field, its count (another proxy may have counted items in it already) and the
+// name's TTL, which the link's keys then take.
+void BfPlan::PublishLink(PlanStep* step) {
+  phase_ = Phase::kPublishLink;
+  const FilterMeta& next = *pending_meta_;
+  const size_t l = next.links.size() - 1;
+  Requests& req = BeginStep(step);
+  req.Add({"HSETNX", name_, "l" + std::to_string(l), EncodeLink(next.links[l])});
   req.Last().kind = ReplyCheck::Kind::kInteger;
-  req.Add({"GET", next->CountKey(l)});
+  req.Add({"GET", next.CountKey(l)});
   req.Last().kind = ReplyCheck::Kind::kCount;
   req.Last().role = ReplyCheck::Role::kCount;
   req.Last().link = static_cast<uint32_t>(l);
@@ -174,10 +198,9 @@ void BfPlan::CreateLink(PlanStep* step) {
     req.Last().kind = ReplyCheck::Kind::kInteger;
   }
   EndStep(step);
-  pending_meta_ = next;
 }
 
-void BfPlan::OnCreateLink(StepReplies& r, PlanStep* step) {
+void BfPlan::OnPublishLink(StepReplies& r, PlanStep* step) {
   std::shared_ptr<FilterMeta> next = std::move(pending_meta_);
   std::string error;
   if (!CheckReplies(r, &error)) return Finish(step, error);

@@ -77,7 +77,7 @@ class BfPlan : public Plan {
   void OnReplies(StepReplies& r, PlanStep* step) override;
 
  private:
-  enum class Phase { kFetch, kCounts, kCreate, kCreateLink, kMain };
+  enum class Phase { kFetch, kCounts, kCreate, kCreateLink, kPublishLink, kMain };
   enum class AddStage { kCheck, kSet, kResolve };
 
   // --- steps, replies, restarts (bf_plan.cc) ----------------------------------------------
@@ -92,6 +92,9 @@ class BfPlan : public Plan {
   bool ShardingProxy() const {  // the upstream refuses some commands (sharding_requests.h)
     return config_->upstream == protocol::UpstreamKind::kShardingProxy;
   }
+  // Keys are created by single-key scripts (sharding_requests.h), whose effect does not depend
+  // on the order a step's commands run in: behind a sharding proxy, or a cluster (BfConfig).
+  bool ScriptedCreation() const { return ShardingProxy() || config_->cluster; }
   Requests& BeginStep(PlanStep* step);
   void EndStep(PlanStep* step);
   void Finish(PlanStep* step, std::string reply);
@@ -133,6 +136,8 @@ class BfPlan : public Plan {
   void OnCreate(StepReplies& r, PlanStep* step);
   void CreateLink(PlanStep* step);
   void OnCreateLink(StepReplies& r, PlanStep* step);
+  void PublishLink(PlanStep* step);
+  void OnPublishLink(StepReplies& r, PlanStep* step);
 
   // --- the items' bits (bf_plan_bits.cc) --------------------------------------------------
 

@@ -55,6 +55,7 @@ Server::Server(const conf::Options& options, int index) : options_(options), ind
     cms_config_.upstream = protocol::UpstreamKind::kShardingProxy;
     cf_config_.upstream = protocol::UpstreamKind::kShardingProxy;
   }
+  bf_config_.cluster = !options.upstream_cluster.empty();
   router_ = std::make_unique<ClusterRouter>(this);
 }
 

@@ -245,6 +245,39 @@ TEST_F(BfPlanShardingProxyTest, ScalingFilterAddsLinks) {
   EXPECT_GE(kinds.count("EVAL add"), 30u);  // sets in links after the first
 }
 
+// Behind a Redis Cluster a redirected command can run after a later one of its step (an ASK's
+// resend, a TRYAGAIN held during a migration), so filters and links are created with the
+// single-key scripts, with the same replies and keys as in front of one Redis.
+TEST_F(BfPlanShardingProxyTest, ClusterCreatesKeysWithScripts) {
+  std::vector<std::string> seen[2];
+  for (const bool cluster : {false, true}) {
+    SCOPED_TRACE(cluster ? "cluster" : "one Redis");
+    redis_ = MiniRedis();
+    cache_ = FilterCache();
+    warm_ = true;
+    config_ = BfConfig();
+    config_.cluster = cluster;
+    std::vector<std::string>& r = seen[cluster ? 1 : 0];
+    r.push_back(Bf({"BF.RESERVE", "s", "0.01", "2"}));
+    for (int i = 0; i < 20; ++i) r.push_back(Bf({"BF.ADD", "s", "item" + std::to_string(i)}));
+    r.push_back(Bf({"BF.MADD", "n", "x", "y"}));
+    r.push_back(Bf({"BF.INFO", "s"}));
+    r.push_back(Keys());
+    std::multiset<std::string> kinds;
+    for (const std::vector<std::string>& cmd : redis_.sent) kinds.insert(Kind(cmd));
+    EXPECT_GE(redis_.hashes["s"].count("l3"), 1u);
+    if (cluster) {
+      EXPECT_EQ(kinds.count("RENAMENX"), 0u);
+      EXPECT_GE(kinds.count("EVAL shard"), 3u);
+      EXPECT_EQ(kinds.count("EVAL publish"), 2u);
+    } else {
+      EXPECT_GE(kinds.count("RENAMENX"), 5u);
+      EXPECT_EQ(kinds.count("EVAL shard") + kinds.count("EVAL publish"), 0u);
+    }
+  }
+  EXPECT_EQ(seen[0], seen[1]);
+}
+
 TEST_F(BfPlanShardingProxyTest, NewLinkGetsTheNamesTtl) {
   const auto kinds = ExpectSameBehindShardingProxy([&](std::vector<std::string>* r) {
     r->push_back(Bf({"BF.RESERVE", "t", "0.01", "2"}));

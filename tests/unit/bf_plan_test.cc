@@ -607,6 +607,35 @@ TEST_F(BfPlanInjectionTest, NewLinkRepliesThatMakeNoSense) {
   }
 }
 
+// A new link is named in the metadata only once its keys exist: when a shard's creation fails
+// (in a cluster a RENAMENX that ran after its temporary key's UNLINK answered "no such key"), the
+// command fails, the filter keeps its links, and the next add creates the link afresh.
+TEST_F(BfPlanInjectionTest, NewLinkWhoseKeysFailIsNotNamed) {
+  const std::vector<Injection> cases = {
+      {"RENAMENX", "-ERR no such key\r\n",
+       Nonsense("RENAMENX of link 1 shard 0", "ERR no such key")},
+      {"SETRANGE", "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
+       "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+      {"SET", "-ERR injected\r\n", Nonsense("SET of the count of link 1", "ERR injected")},
+  };
+  for (const Injection& c : cases) {
+    SCOPED_TRACE(c.command + " answering " + c.reply);
+    redis_ = MiniRedis();
+    warm_ = true;
+    MakeFilter({"BF.RESERVE", "f", "0.01", "2"});
+    redis_.calls.clear();
+    redis_.override = Replace(c.command, c.reply);
+    EXPECT_EQ(Bf({"BF.ADD", "f", "c"}), c.expected);
+    redis_.override = nullptr;
+    EXPECT_EQ(redis_.calls["HSETNX"], 0);
+    EXPECT_EQ(redis_.hashes["f"].count("l1"), 0u);
+    EXPECT_EQ(Bf({"BF.ADD", "f", "c"}), ":1\r\n");
+    EXPECT_EQ(redis_.hashes["f"].count("l1"), 1u);
+    EXPECT_EQ(Bf({"BF.EXISTS", "f", "c"}), ":1\r\n");
+    EXPECT_EQ(Bf({"BF.CARD", "f"}), ":3\r\n");
+  }
+}
+
 TEST_F(BfPlanInjectionTest, CreationRepliesThatMakeNoSense) {
   const std::vector<Injection> cases = {
       {"RENAMENX", "+OK\r\n", Nonsense("RENAMENX", "expected an integer, got the status 'OK'")},
