@@ -55,6 +55,11 @@ struct BfRequest {
   // Internal, for a windowed filter's slots: every key the plan creates gets PEXPIREAT
   // expire_at_ms, and the filter gets no marker (0: an ordinary filter).
   int64_t expire_at_ms = 0;
+  // Internal, for a windowed filter's lookups: the caller checks, in the same step and before
+  // the reads, that the filter is as the plan's cached metadata says and that its shards have
+  // their sizes (filters/bloom/window/window_check.lua), so the BF.EXISTS / BF.MEXISTS plan sends
+  // neither its validation nor its STRLENs.
+  bool checked_outside = false;
 };
 
 // Windowed filters' limits (docs/windowed-filters.md).

@@ -116,6 +116,7 @@ void BfPlan::PlanBits(size_t link, const std::vector<size_t>& items, BitOps* ops
 // would create it anew, small, answering "new" for items the filter had.
 void BfPlan::AddShardLengths(Requests* req, size_t link,
                              const std::vector<uint64_t>& shards) const {
+  if (CheckedOutside()) return;
   for (uint64_t s : shards) {
     req->Add({"STRLEN", meta_->BitsKey(link, s)});
     ReplyCheck& c = req->Last();

@@ -94,6 +94,11 @@ class BfPlan : public Plan {
   }
   // Keys are created by single-key scripts (sharding_requests.h), whose effect does not depend
   // on the order a step's commands run in: behind a sharding proxy, or a cluster (BfConfig).
+  // A lookup whose caller checks the filter and its shards (BfRequest::checked_outside).
+  bool CheckedOutside() const {
+    return req_.checked_outside &&
+           (req_.command == BfCommand::kExists || req_.command == BfCommand::kMExists);
+  }
   bool ScriptedCreation() const { return ShardingProxy() || config_->cluster; }
   Requests& BeginStep(PlanStep* step);
   void EndStep(PlanStep* step);

@@ -14,4 +14,8 @@ struct LuaScript {
   std::string_view sha1;  // of body, 40 lower-case hex digits
 };
 
+// Whether `answer` is Redis's NOSCRIPT error: the server does not have the script (yet, or
+// after SCRIPT FLUSH), and the call must be sent again with its text.
+inline bool IsNoScript(std::string_view answer) { return answer.substr(0, 9) == "-NOSCRIPT"; }
+
 }  // namespace bloomproxy::filters

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "filters/common/lua_script.h"
 #include "filters/common/plan.h"
 #include "filters/cuckoo/cf_args.h"
 #include "protocol/reply_decoder.h"
@@ -26,9 +27,5 @@ std::vector<std::string> CfInsertReplies(std::string_view answer, const redisRep
                                          const std::vector<PlanMember>& members);
 std::vector<std::string> CfCheckReplies(std::string_view answer, const redisReply* decoded,
                                         const std::vector<PlanMember>& members);
-
-// Whether `answer` is Redis's NOSCRIPT error: the server does not have the script (yet, or
-// after SCRIPT FLUSH), and the call must be sent again with its text.
-inline bool IsNoScript(std::string_view answer) { return answer.substr(0, 9) == "-NOSCRIPT"; }
 
 }  // namespace bloomproxy::filters

@@ -50,8 +50,8 @@ def info_labels(conn, name):
 
 
 def test_replies_resp2(bp):
-    """Every command on a windowed filter, RESP2: ADD/MADD/INSERT answer 1 for an item in no live
-    slot, EXISTS/MEXISTS, CARD, INFO (RedisBloom's five fields summed over the live slots, with
+    """Every command on a windowed filter, RESP2: ADD/MADD/INSERT answer 1 for an item new to the
+    slot that takes it, EXISTS/MEXISTS, CARD, INFO (RedisBloom's five fields summed over the live slots, with
     Capacity per window, then Window and Slots), TYPE and EXISTS on the name."""
     with bp.raw() as c:
         assert raw(c, "BF.RESERVE", "w2", "0.01", "1000", "WINDOW", "60000",
@@ -68,11 +68,14 @@ def test_replies_resp2(bp):
         assert raw(c, "BF.INSERT", "w2", "ITEMS", "d", "a") == b"*2\r\n:1\r\n:0\r\n"
         # Items with a lifetime of 1 s (in an earlier slot), looked up well within it.
         assert raw(c, "BF.INSERT", "w2", "TTL", "1000", "ITEMS", "c", "e") == b"*2\r\n:1\r\n:1\r\n"
+        # An add answers for the slot that takes the item, as BF.CARD counts: "a", in the slot
+        # of a 60 s lifetime, is new to the slot of a 1 s one.
+        assert raw(c, "BF.INSERT", "w2", "TTL", "1000", "ITEMS", "a", "c") == b"*2\r\n:1\r\n:0\r\n"
         assert raw(c, "BF.EXISTS", "w2", "b") == b":1\r\n"
         assert raw(c, "BF.MEXISTS", "w2", "a", "zz", "c", "d") == b"*4\r\n:1\r\n:0\r\n:1\r\n:1\r\n"
-        assert raw(c, "BF.CARD", "w2") == b":5\r\n"
+        assert raw(c, "BF.CARD", "w2") == b":6\r\n"
         info = info_map(c, "w2")
-        assert info[b"Number of items inserted"] == 5 and info[b"Capacity"] == 1000, info
+        assert info[b"Number of items inserted"] == 6 and info[b"Capacity"] == 1000, info
         assert info[b"Number of filters"] >= 1 and info[b"Size"] > 0, info
         assert raw(c, "TYPE", "w2") == b"+MBbloom--\r\n"
         assert raw(c, "EXISTS", "w2") == b":1\r\n"

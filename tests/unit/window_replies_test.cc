@@ -22,18 +22,6 @@ TEST(WindowReplies, FoundItemsOrsSlots) {
   EXPECT_NE(error.find("unexpected reply"), std::string::npos);
 }
 
-TEST(WindowReplies, AnItemSeenInAnotherSlotIsNotNew) {
-  const std::vector<bool> elsewhere = {false, true, false, true};
-  EXPECT_EQ(NotNewWhere(":1\r\n", {0, 1, false}, elsewhere), ":1\r\n");
-  EXPECT_EQ(NotNewWhere(":1\r\n", {1, 1, false}, elsewhere), ":0\r\n");
-  EXPECT_EQ(NotNewWhere("*3\r\n:1\r\n:1\r\n:0\r\n", {1, 3, true}, elsewhere),
-            "*3\r\n:0\r\n:1\r\n:0\r\n");
-  // RedisBloom's full error in the middle of a BF.MADD stays as it is.
-  EXPECT_EQ(NotNewWhere("*2\r\n:1\r\n-ERR non scaling filter is full\r\n", {2, 2, true}, elsewhere),
-            "*2\r\n:1\r\n-ERR non scaling filter is full\r\n");
-  EXPECT_EQ(NotNewWhere("-ERR not found\r\n", {0, 1, false}, elsewhere), "-ERR not found\r\n");
-}
-
 TEST(WindowReplies, Lookups) {
   const std::vector<bool> found = {true, false, true};
   EXPECT_EQ(LookupReply({0, 1, false}, found), ":1\r\n");

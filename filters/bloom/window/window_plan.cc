@@ -9,9 +9,11 @@
 #include "filters/bloom/bf_replies.h"
 #include "filters/bloom/window/sub_plans.h"
 #include "filters/bloom/window/upstream_time.lua.h"
+#include "filters/bloom/window/window_check.h"
 #include "filters/bloom/window/window_clock.h"
 #include "filters/bloom/window/window_replies.h"
 #include "filters/bloom/window/window_slots.h"
+#include "filters/common/lua_script.h"
 #include "filters/common/plan_requests.h"
 
 namespace bloomproxy::filters {
@@ -42,6 +44,9 @@ class WindowPlan : public Plan {
   bool Valid(StepReplies& r, PlanStep* step);
   void AskTime(PlanStep* step);
   void Begin(PlanStep* step, int64_t add_time_ms, const ClockBracket& bracket);
+  bool Checkable();
+  void BeginSlots(PlanStep* step, bool checked);
+  void OnCheck(StepReplies& r, PlanStep* step);
   BfRequest SlotRequest(BfCommand command, int64_t e);
   void Continue(StepReplies& r, PlanStep* step);
   void Finish(PlanStep* step, std::string reply);
@@ -54,13 +59,20 @@ class WindowPlan : public Plan {
   std::string name_;
   std::vector<std::string> items_;
   std::vector<BfMember> members_;
-  std::vector<BfMember> lookup_members_;  // the lookups' members (adds: one per item)
   std::shared_ptr<FilterMeta> meta_;
   FilterCache* cache_;
   const BfConfig* config_;
   Phase phase_ = Phase::kTime;
   int64_t time_sent_us_ = 0;
   size_t drop_ = 0;  // replies of finished sub-plans' last requests, after the validation
+  // What leads the step's replies: the name's validation (a round's first step), the check of
+  // a checked lookup round (window_check.h), or nothing (the steps after).
+  enum class Head { kNone, kValidation, kCheck };
+  Head head_ = Head::kNone;
+  SlotRange live_;                          // this round's live slots
+  int64_t add_slot_ = 0;                    // adds: this round's slot
+  std::vector<CheckedSlot> checked_slots_;  // a checked round's live slots, as known
+  bool check_body_ = false;                 // send the check's text (the server lacked it)
   std::deque<std::string> slot_names_;
   SubPlans subs_;
   std::vector<int64_t> sub_slot_;  // the slot each sub-plan runs on
@@ -165,45 +177,62 @@ BfRequest WindowPlan::SlotRequest(BfCommand command, int64_t e) {
   return r;
 }
 
-// The command's sub-plans on the live slots, started: `add_time_ms` is the upstream's time an
-// add counts from (never before the client's request), `bracket` where the upstream's time is.
+// A round of the command on the live slots: `add_time_ms` is the upstream's time an add counts
+// from (never before the client's request), `bracket` where the upstream's time is.
 void WindowPlan::Begin(PlanStep* step, int64_t add_time_ms, const ClockBracket& bracket) {
   phase_ = Phase::kRound;
   ++rounds_;
-  const SlotRange live = LiveSlots(Shape(), bracket.lo_ms, bracket.hi_ms);
+  live_ = LiveSlots(Shape(), bracket.lo_ms, bracket.hi_ms);
+  add_slot_ = Adding() ? SlotFor(Shape(), add_time_ms, Lifetime()) : 0;
+  BeginSlots(step, Checkable());
+}
+
+// Whether a lookup round can run checked (window_check.h): the proxy knows every live slot it
+// has seen, and which ones it has not (those must be missing).
+bool WindowPlan::Checkable() {
+  checked_slots_.clear();
+  if (req_.command != BfCommand::kExists && req_.command != BfCommand::kMExists) return false;
+  for (int64_t o = live_.first; o <= live_.last; ++o) {
+    CheckedSlot slot{SlotName(meta_->prefix, meta_->id, o), nullptr};
+    slot.meta = cache_->Find(slot.name);
+    if (slot.meta != nullptr && (slot.meta->windowed() || slot.meta->links.empty())) return false;
+    checked_slots_.push_back(std::move(slot));
+  }
+  return true;
+}
+
+// The command's sub-plans on the live slots, started after the round's head: an add's on the
+// slot of its items, a lookup's on every live slot (in a checked round only on those the proxy
+// knows, with neither validation nor STRLENs of their own), CARD, INFO and DEBUG's on every one.
+void WindowPlan::BeginSlots(PlanStep* step, bool checked) {
   if (Adding()) {
-    const int64_t e = SlotFor(Shape(), add_time_ms, Lifetime());
-    BfRequest add = SlotRequest(req_.command, e);
-    add.expire_at_ms = SlotEnd(Shape(), e);
+    BfRequest add = SlotRequest(req_.command, add_slot_);
+    add.expire_at_ms = SlotEnd(Shape(), add_slot_);
     add_sub_ = subs_.Add(MakeBatchPlan(add, members_, cache_, config_));
-    sub_slot_.push_back(e);
-    // The other live slots are looked up item by item (single-item lookups are probed: an
-    // absent item costs one bit read per link, bf_plan_read.cc).
-    lookup_members_.clear();
-    for (size_t i = 0; i < items_.size(); ++i) lookup_members_.push_back({i, 1, false});
-    for (int64_t o = live.first; o <= live.last; ++o) {
-      if (o == e) continue;
-      subs_.Add(
-          MakeBatchPlan(SlotRequest(BfCommand::kMExists, o), lookup_members_, cache_, config_));
-    }
+    sub_slot_.push_back(add_slot_);
   } else if (req_.command == BfCommand::kExists || req_.command == BfCommand::kMExists) {
-    lookup_members_ = members_;
-    for (int64_t o = live.first; o <= live.last; ++o) {
-      subs_.Add(MakeBatchPlan(SlotRequest(BfCommand::kMExists, o), members_, cache_, config_));
+    for (int64_t o = live_.first; o <= live_.last; ++o) {
+      if (checked && checked_slots_[static_cast<size_t>(o - live_.first)].meta == nullptr) continue;
+      BfRequest lookup = SlotRequest(BfCommand::kMExists, o);
+      lookup.checked_outside = checked;
+      subs_.Add(MakeBatchPlan(lookup, members_, cache_, config_));
       sub_slot_.push_back(o);
     }
   } else {
-    for (int64_t o = live.first; o <= live.last; ++o) {
+    for (int64_t o = live_.first; o <= live_.last; ++o) {
       subs_.Add(MakeBfPlan(SlotRequest(req_.command, o), cache_, config_));
       sub_slot_.push_back(o);
     }
   }
-  AddValidation(step);
-  drop_ = subs_.Start(step);
-  if (subs_.done()) {
-    // Every slot's plan answered without a request (none does today): nothing to wait for.
-    return Adding() ? FinishAdd(step) : FinishLookup(step);
+  if (checked) {
+    AppendWindowCheck(&step->requests, name_, *meta_, checked_slots_, check_body_);
+    step->replies += 1;
+    head_ = Head::kCheck;
+  } else {
+    AddValidation(step);
+    head_ = Head::kValidation;
   }
+  drop_ = subs_.Start(step);
 }
 
 void WindowPlan::OnReplies(StepReplies& r, PlanStep* step) {
@@ -212,8 +241,8 @@ void WindowPlan::OnReplies(StepReplies& r, PlanStep* step) {
     drop_ = 0;
     return fallback_->OnReplies(r, step);
   }
-  if (!Valid(r, step)) return;
   if (phase_ == Phase::kTime) {
+    if (!Valid(r, step)) return;
     int64_t upstream_us = 0;
     if (!ParseTimeReply(r.Get(1), &upstream_us)) {
       return Finish(step, Unexpected(Named("EVAL"), "expected TIME's reply, got " +
@@ -223,13 +252,27 @@ void WindowPlan::OnReplies(StepReplies& r, PlanStep* step) {
     // An add counts from the time the upstream read: after the client's request arrived.
     return Begin(step, CeilMs(upstream_us), BracketAt(meta_->clock, Now()));
   }
+  if (head_ == Head::kCheck) return OnCheck(r, step);
+  if (head_ == Head::kValidation && !Valid(r, step)) return;
   Continue(r, step);
 }
 
+// A checked round's check: its reads stand, or (whatever is not as the proxy knew it, or the
+// server lacked the script) the round runs again, on the slots' own plans with their checks.
+void WindowPlan::OnCheck(StepReplies& r, PlanStep* step) {
+  if (WindowCheckPassed(r.Get(0))) return Continue(r, step);
+  const bool again = IsNoScript(r.Frame(0)) && !check_body_;
+  check_body_ = check_body_ || again;
+  subs_.Clear();
+  sub_slot_.clear();
+  BeginSlots(step, again);
+}
+
+// The sub-plans' replies, after the step's head; then their next step, or the command's reply.
 void WindowPlan::Continue(StepReplies& r, PlanStep* step) {
-  subs_.OnReplies(r, 1 + drop_);
+  subs_.OnReplies(r, (head_ == Head::kNone ? 0 : 1) + drop_);
+  head_ = Head::kNone;
   if (subs_.done()) return Adding() ? FinishAdd(step) : FinishLookup(step);
-  AddValidation(step);
   drop_ = subs_.Next(step);
 }
 
@@ -262,21 +305,10 @@ void WindowPlan::FinishAdd(PlanStep* step) {
     sub_slot_.clear();
     return Start(step);  // the upstream's TIME again where the bracket cannot decide the slot
   }
-  const std::vector<std::string>& added = subs_.member_replies(add_sub_);
-  if (added.empty()) return Finish(step, subs_.reply(add_sub_));  // one error for all
-  std::vector<bool> elsewhere(items_.size(), false);
-  for (size_t i = 0; i < subs_.size(); ++i) {
-    if (i == add_sub_ || (Failed(i) && Ended(i))) continue;
-    std::string error;
-    if (!FoundInMembers(subs_.reply(i), subs_.member_replies(i), lookup_members_, &elsewhere,
-                        &error)) {
-      return Finish(step, error);
-    }
-  }
-  member_replies_.clear();
-  for (size_t m = 0; m < members_.size(); ++m) {
-    member_replies_.push_back(NotNewWhere(added[m], members_[m], elsewhere));
-  }
+  // The slot's own replies: an item is new (1) when it was not yet in the slot that now holds it
+  // (docs/windowed-filters.md, "What BF.ADD answers").
+  member_replies_ = subs_.member_replies(add_sub_);
+  if (member_replies_.empty()) return Finish(step, subs_.reply(add_sub_));  // one error for all
   Finish(step, member_replies_.size() == 1 ? member_replies_[0] : std::string());
 }
 
@@ -296,8 +328,7 @@ void WindowPlan::FinishLookup(PlanStep* step) {
       for (size_t i = 0; i < subs_.size(); ++i) {
         if (Failed(i) && Ended(i)) continue;  // a slot that ended under the lookup: gone
         std::string error;
-        if (!FoundInMembers(subs_.reply(i), subs_.member_replies(i), lookup_members_, &found,
-                            &error)) {
+        if (!FoundInMembers(subs_.reply(i), subs_.member_replies(i), members_, &found, &error)) {
           return Finish(step, error);
         }
       }

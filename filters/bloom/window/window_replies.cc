@@ -101,21 +101,6 @@ bool FoundInMembers(const std::string& reply, const std::vector<std::string>& me
   return true;
 }
 
-std::string NotNewWhere(const std::string& reply, const BfMember& member,
-                        const std::vector<bool>& elsewhere) {
-  std::vector<std::string_view> lines;
-  if (!Lines(reply, &lines)) return reply;
-  const bool array = reply[0] == '*';
-  if (!array && member.count != 1) return reply;
-  if (array && lines.size() != member.count) return reply;
-  std::vector<std::string> out;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const bool seen = member.start + i < elsewhere.size() && elsewhere[member.start + i];
-    out.emplace_back(lines[i] == ":1\r\n" && seen ? ":0\r\n" : std::string(lines[i]));
-  }
-  return array ? Array(out) : out[0];
-}
-
 std::string LookupReply(const BfMember& member, const std::vector<bool>& found) {
   std::vector<std::string> out;
   for (size_t i = member.start; i < member.start + member.count && i < found.size(); ++i) {

@@ -22,11 +22,6 @@ bool FoundInMembers(const std::string& reply, const std::vector<std::string>& me
                     const std::vector<BfMember>& members, std::vector<bool>* found,
                     std::string* error);
 
-// A member's add reply (":1", or an array of ":0"/":1"/errors) with every item found in
-// another live slot (`elsewhere`, over all items) answered 0: it was not new to the window.
-std::string NotNewWhere(const std::string& reply, const BfMember& member,
-                        const std::vector<bool>& elsewhere);
-
 // A member's lookup reply from the items found in any live slot.
 std::string LookupReply(const BfMember& member, const std::vector<bool>& found);
 
