@@ -3,7 +3,9 @@
 # same proxy in front of one redis-server, in interleaved rounds: BF.ADD on a windowed filter vs
 # BF.ADD on a plain one, and BF.EXISTS on a windowed filter with its g slots filled vs BF.EXISTS
 # on a plain one (the issue's bars: windowed BF.ADD >= 0.9x plain, windowed BF.EXISTS with g = 3
-# >= 0.6x plain, c50 P16). See bench/sketches.md.
+# >= 0.6x plain, c50 P16). BF.ADD also runs on a plain filter of one slot's size (capacity
+# C/(g-1) at error E/g: a slot's bits per item and hashes), which shows what the windowing itself
+# costs apart from a slot's tighter error. See bench/sketches.md.
 #
 # Usage: bench/window.sh [--rounds N] [--quick] [--help]
 #
@@ -59,7 +61,9 @@ start_bloomproxy "$REDIS_PORT"
 sanity_check "$PROXY_PORT" bloomproxy || die "bloomproxy does not pass a SET/GET round trip"
 rcli() { redis-cli -h 127.0.0.1 -p "$PROXY_PORT" "$@"; }
 
-PLAIN_KEY=bfk WIN_KEY=wfk
+PLAIN_KEY=bfk WIN_KEY=wfk SLOT_KEY=bfs
+SLOT_ERROR="$(awk -v g="$SLOTS" 'BEGIN { printf "%.17g", 0.01 / g }')"
+SLOT_CAPACITY=$(((CAPACITY + SLOTS - 2) / (SLOTS - 1)))
 WINDOW_ARGS=(WINDOW "$WINDOW_MS" SLOTS "$SLOTS")
 ((DRY_RUN)) && WINDOW_ARGS=()
 got="$(rcli BF.RESERVE "$PLAIN_KEY" 0.01 "$CAPACITY" 2>&1)"
@@ -71,7 +75,9 @@ if ((!DRY_RUN)); then
   [[ "$got" == *"Window $WINDOW_MS Slots $SLOTS"* ]] \
     || die "$WIN_KEY is not a windowed filter (BF.INFO: $got); DRY_RUN=1 checks the script alone"
 fi
-log "reserved $PLAIN_KEY (0.01, $CAPACITY) and $WIN_KEY (0.01, $CAPACITY${WINDOW_ARGS[*]:+, ${WINDOW_ARGS[*]}})"
+got="$(rcli BF.RESERVE "$SLOT_KEY" "$SLOT_ERROR" "$SLOT_CAPACITY" 2>&1)"
+[[ "$got" == OK ]] || die "BF.RESERVE $SLOT_KEY $SLOT_ERROR $SLOT_CAPACITY: $got"
+log "reserved $SLOT_KEY ($SLOT_ERROR, $SLOT_CAPACITY), $PLAIN_KEY (0.01, $CAPACITY) and $WIN_KEY (0.01, $CAPACITY${WINDOW_ARGS[*]:+, ${WINDOW_ARGS[*]}})"
 
 # bench_quiet N COMMAND...: one unrecorded redis-benchmark run through the proxy; dies if it fails.
 bench_quiet() {
@@ -88,6 +94,7 @@ bench_quiet() {
 # with lifetimes W, W - s, ..., and 1 ms (an item of lifetime L goes to the slot of now + L).
 log "prefill: $PREFILL items in each filter"
 bench_quiet "$PREFILL" BF.ADD "$PLAIN_KEY" __rand_int__
+bench_quiet $(((PREFILL + SLOTS - 1) / SLOTS)) BF.ADD "$SLOT_KEY" __rand_int__
 if ((DRY_RUN)); then
   bench_quiet "$PREFILL" BF.ADD "$WIN_KEY" __rand_int__
 else
@@ -99,8 +106,10 @@ else
 fi
 log "$WIN_KEY: $(rcli BF.INFO "$WIN_KEY" | tr -d '\r' | paste -d' ' - - | paste -sd',' | sed 's/,/, /g')"
 
-COMMANDS=("BF.ADD $PLAIN_KEY" "BF.ADD $WIN_KEY" "BF.EXISTS $PLAIN_KEY" "BF.EXISTS $WIN_KEY")
-TESTS=("BF.ADD plain" "BF.ADD windowed" "BF.EXISTS plain" "BF.EXISTS windowed")
+COMMANDS=("BF.ADD $PLAIN_KEY" "BF.ADD $WIN_KEY" "BF.EXISTS $PLAIN_KEY" "BF.EXISTS $WIN_KEY"
+  "BF.ADD $SLOT_KEY")
+TESTS=("BF.ADD plain" "BF.ADD windowed" "BF.EXISTS plain" "BF.EXISTS windowed"
+  "BF.ADD plain slot-sized")
 # Warm-up: connections, the allocator, and the proxy's cache of the filters' shapes.
 for c in "${COMMANDS[@]}"; do
   # shellcheck disable=SC2086  # the command's words
@@ -119,8 +128,8 @@ log "benchmark: $ROUNDS round(s) x ${#COMMANDS[@]} commands, -c $CLIENTS -P $PIP
   "-r 100000000; raw results -> ${CSV#"$REPO_ROOT"/}"
 for ((r = 1; r <= ROUNDS; r++)); do
   # Alternate the order, so that neither kind always runs on a warmer machine.
-  order=(0 1 2 3)
-  ((r % 2)) || order=(1 0 3 2)
+  order=(0 1 4 2 3)
+  ((r % 2)) || order=(4 1 0 3 2)
   for i in "${order[@]}"; do
     # shellcheck disable=SC2086  # the command's words
     redis_bench_run "$r" "${TESTS[i]}" proxy "$N" -r 100000000 ${COMMANDS[i]} __rand_int__
@@ -147,6 +156,10 @@ for cmd, bar in (("BF.ADD", 0.9), ("BF.EXISTS", 0.6)):
     per_s = f"{statistics.median(per):.2f}" if per else ""
     met = "" if not (a and b) else ("yes" if a / b >= bar else "no")
     print(f"| {cmd} windowed / plain | {ratio(a, b)} | {per_s} | {bar} | {met} |")
+w, p = ("BF.ADD windowed", "proxy"), ("BF.ADD plain slot-sized", "proxy")
+per = [by_round[w][r] / by_round[p][r] for r in by_round[w] if by_round[p].get(r)]
+per_s = f"{statistics.median(per):.2f}" if per else ""
+print(f"| BF.ADD windowed / plain of a slot's size | {ratio(med(w), med(p))} | {per_s} | | |")
 load_summary()
 print()
 print(f"windowed filter after the runs: {sys.argv[3]}")

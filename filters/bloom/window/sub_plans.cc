@@ -38,7 +38,11 @@ size_t SubPlans::Next(PlanStep* step) {
   for (Sub& sub : subs_) {
     sub.sent = 0;
     if (sub.done) continue;
-    step->requests += sub.step.requests;
+    if (step->requests.empty()) {
+      step->requests.swap(sub.step.requests);  // no copy: a later step's only sub-plan
+    } else {
+      step->requests += sub.step.requests;
+    }
     step->replies += sub.step.replies;
     sub.sent = sub.step.replies;
   }
