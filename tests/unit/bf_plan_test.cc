@@ -36,6 +36,35 @@ TEST_F(BfPlanTest, HealthyFilterGivesRedisBloomsReplies) {
   EXPECT_EQ(Bf({"BF.CARD", "f"}), ":3\r\n");
 }
 
+// A windowed filter's checked lookup round (filters/bloom/window/window_check.h): the slot's
+// lookup sends its bit reads only, the check script having validated the slot and its shards.
+TEST_F(BfPlanTest, LookupCheckedOutsideSendsOnlyItsBitReads) {
+  MakeFilter();
+  for (const bool checked : {false, true}) {
+    SCOPED_TRACE(checked ? "checked outside" : "on its own");
+    warm_ = true;
+    const std::vector<std::string> args = {"BF.MEXISTS", "f", "a", "b", "zz"};
+    std::vector<std::string_view> views(args.begin(), args.end());
+    BfRequest request;
+    ASSERT_EQ(ParseBfRequest(views, config_.defaults, &request), "");
+    request.checked_outside = checked;
+    redis_.calls.clear();
+    EXPECT_EQ(Run(MakeBfPlan(request, &cache_, &config_)), "*3\r\n:1\r\n:1\r\n:0\r\n");
+    EXPECT_EQ(redis_.calls["HMGET"], checked ? 0 : 1);
+    EXPECT_EQ(redis_.calls["STRLEN"], checked ? 0 : 1);
+    EXPECT_EQ(redis_.calls["BITFIELD_RO"], 1);
+  }
+  // Only lookups take it: an add keeps its validation.
+  const std::vector<std::string> add = {"BF.ADD", "f", "c"};
+  std::vector<std::string_view> views(add.begin(), add.end());
+  BfRequest request;
+  ASSERT_EQ(ParseBfRequest(views, config_.defaults, &request), "");
+  request.checked_outside = true;
+  redis_.calls.clear();
+  EXPECT_EQ(Run(MakeBfPlan(request, &cache_, &config_)), ":1\r\n");
+  EXPECT_GE(redis_.calls["HMGET"], 1);
+}
+
 TEST(UnexpectedUpstreamReplyTest, OneWellFormedErrorLine) {
   EXPECT_EQ(
       protocol::errors::UnexpectedUpstreamReply("STRLEN of link 0 shard 0", "the key is missing"),
