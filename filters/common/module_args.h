@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace bloomproxy::filters {
@@ -20,5 +21,11 @@ bool ParseLongLong(std::string_view s, int64_t* out);
 // overflow to +-inf, underflow to 0 and NaN. So "1e-3", ".5", "inf" and the denormal "5e-324"
 // are numbers, " 5", "5 ", "nan" and "1e-400" are not.
 bool ParseDouble(std::string_view s, double* out);
+
+// Redis's arity error for a command named `lower` (lower case, as Redis names it):
+// "-ERR wrong number of arguments for 'cms.query' command\r\n".
+inline std::string WrongArityError(std::string_view lower) {
+  return "-ERR wrong number of arguments for '" + std::string(lower) + "' command\r\n";
+}
 
 }  // namespace bloomproxy::filters

@@ -27,7 +27,7 @@ std::string Reply(std::string_view error) { return std::string(error); }
 std::string WrongArity(TopkCommand command) {
   for (const CommandName& c : kCommands) {
     if (c.command == command) {
-      return "-ERR wrong number of arguments for '" + std::string(c.lower) + "' command\r\n";
+      return WrongArityError(c.lower);
     }
   }
   return "-ERR wrong number of arguments\r\n";
