@@ -14,6 +14,7 @@
 #include "filters/bloom/bf_plan.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/cuckoo/cf_plan.h"
+#include "filters/topk/topk_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/client/acl.h"
 #include "proxy/client/local_latency.h"
@@ -144,6 +145,8 @@ class Server {
   filters::CmsCache& cms_cache() { return cms_cache_; }
   const filters::CfConfig& cf_config() const { return cf_config_; }
   filters::CfCache& cf_cache() { return cf_cache_; }
+  const filters::TopkConfig& topk_config() const { return topk_config_; }
+  filters::TopkCache& topk_cache() { return topk_cache_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -240,6 +243,8 @@ class Server {
   filters::CmsCache cms_cache_;
   filters::CfConfig cf_config_;
   filters::CfCache cf_cache_;
+  filters::TopkConfig topk_config_;
+  filters::TopkCache topk_cache_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;
