@@ -144,7 +144,8 @@ def test_topk_mode_forward_passes_topk_untouched(proxy, redis_instance):
     p = proxy("--topk-mode", "forward")
     payload = b"".join(cmd(*a) for a in TOPK_FORWARDED)
     replies = compare_with_redis(p.port, redis_instance, payload, len(TOPK_FORWARDED))
-    assert replies[0] == b"-ERR unknown command 'TOPK.RESERVE', with args beginning with: 'tk' '3' \r\n"
+    assert replies[0] == (b"-ERR unknown command 'TOPK.RESERVE', with args beginning with: "
+                          b"'tk' '3' \r\n")
     assert replies[5] == b"-ERR unknown command 'TopK.Add', with args beginning with: 'tk' \r\n"
     assert replies[3] == b"-ERR unknown command 'TOPK.RESERVE', with args beginning with: \r\n"
     assert all(r.startswith(b"-ERR unknown command") for r in replies[:16])

@@ -186,8 +186,8 @@ def test_command_info_topk(bp, redis_instance):
         c.hello(3)
         reply = c.call("COMMAND", "INFO", "topk.list")
         assert reply.startswith(b"*1\r\n*10\r\n$9\r\ntopk.list\r\n:-2\r\n~2\r\n+readonly\r\n"
-                                b"+module\r\n:1\r\n:1\r\n:1\r\n~2\r\n+@read\r\n+@topk\r\n~0\r\n~1\r\n"
-                                b"%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n")
+                                b"+module\r\n:1\r\n:1\r\n:1\r\n~2\r\n+@read\r\n+@topk\r\n"
+                                b"~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n")
 
 
 # --- COMMAND LIST
