@@ -84,47 +84,64 @@ local function item_hashes(item, at, trusted)
   return fp, idx
 end
 
--- Buckets: read once per script (prefetch), kept in BK[j] = {fp, count}, written back by
--- tk_flush_buckets. BITFIELD offsets are bits within the bucket's shard.
+-- Buckets: read once per script, kept in BK[j] = {fp, count}, written back by tk_flush_buckets.
+-- A shard that is small next to the buckets wanted from it is read whole (GET) and written whole
+-- (SETRANGE at 0, which keeps the key's TTL): one Redis call costs about what copying 2 KB does,
+-- and BITFIELD's arguments and replies cross into Lua one number at a time. Other shards are
+-- read and written with BITFIELD, only the buckets wanted.
 local BK, BK_DIRTY, BK_LISTED = {}, {}, {}
+local WHOLE = {}  -- shard -> its bytes, for shards read whole
+local BYTES_PER_CALL = 2048
 -- A read-only script (EVAL_RO) reads with BITFIELD_RO.
 local BITFIELD_GET = 'BITFIELD'
+-- Bucket j's shard and byte offset in it.
 local function bucket_place(j)
   local byte = 8 * j
   local s = math.floor(byte / S.sh)
-  return s, 8 * (byte - s * S.sh)
+  return s, byte - s * S.sh
 end
--- Reads every listed bucket not read yet, a BITFIELD per shard (in parts: Lua's unpack limit).
+local function read_bitfield(s, t)
+  for from = 1, #t, 1600 do
+    local args, js = {}, {}
+    for a = from, math.min(from + 1599, #t), 2 do
+      js[#js + 1] = t[a]
+      local bit_off = 8 * t[a + 1]
+      for _, v in ipairs({'GET', 'u32', bit_off, 'GET', 'u32', bit_off + 32}) do
+        args[#args + 1] = v
+      end
+    end
+    local v = redis.call(BITFIELD_GET, shard_key(s), unpack(args))
+    for i, j in ipairs(js) do BK[j] = {v[2 * i - 1], v[2 * i]} end
+  end
+end
+-- Reads every listed bucket not read yet.
 local function prefetch(list)
   local by_shard = {}
   for _, j in ipairs(list) do
     if not BK[j] then
       BK[j] = true
-      local s, bit_off = bucket_place(j)
+      local s, off = bucket_place(j)
       local t = by_shard[s]
       if not t then
         t = {}
         by_shard[s] = t
       end
       t[#t + 1] = j
-      t[#t + 1] = bit_off
+      t[#t + 1] = off
     end
   end
   for s, t in pairs(by_shard) do
-    local key = shard_key(s)
-    for from = 1, #t, 1600 do
-      local args, js = {}, {}
-      for a = from, math.min(from + 1599, #t), 2 do
-        js[#js + 1] = t[a]
-        args[#args + 1] = 'GET'
-        args[#args + 1] = 'u32'
-        args[#args + 1] = t[a + 1]
-        args[#args + 1] = 'GET'
-        args[#args + 1] = 'u32'
-        args[#args + 1] = t[a + 1] + 32
+    if not WHOLE[s] and shard_bytes(s) <= BYTES_PER_CALL * #t / 2 then
+      WHOLE[s] = redis.call('GET', shard_key(s))
+    end
+    local text = WHOLE[s]
+    if text then
+      for a = 1, #t, 2 do
+        local fp, count = struct.unpack('>I4I4', text, t[a + 1] + 1)
+        BK[t[a]] = {fp, count}
       end
-      local v = redis.call(BITFIELD_GET, key, unpack(args))
-      for i, j in ipairs(js) do BK[j] = {v[2 * i - 1], v[2 * i]} end
+    else
+      read_bitfield(s, t)
     end
   end
 end
@@ -141,23 +158,48 @@ local function touch(j)
     BK_DIRTY[#BK_DIRTY + 1] = j
   end
 end
-local function tk_flush_buckets()
-  local by_shard = {}
-  for _, j in ipairs(BK_DIRTY) do
-    local s, bit_off = bucket_place(j)
-    local t = by_shard[s]
-    if not t then
-      t = {}
-      by_shard[s] = t
-    end
+-- Shard s with the changed buckets js (in ascending order) patched in, written at offset 0.
+local function write_whole(s, js)
+  local text, pieces, prev = WHOLE[s], {}, 1
+  for _, j in ipairs(js) do
+    local _, off = bucket_place(j)
+    pieces[#pieces + 1] = string.sub(text, prev, off)
+    pieces[#pieces + 1] = struct.pack('>I4I4', BK[j][1], BK[j][2])
+    prev = off + 9
+  end
+  pieces[#pieces + 1] = string.sub(text, prev)
+  redis.call('SETRANGE', shard_key(s), 0, table.concat(pieces))
+end
+local function write_bitfield(s, js)
+  local t = {}
+  for _, j in ipairs(js) do
+    local _, off = bucket_place(j)
     local b = BK[j]
-    for _, v in ipairs({'SET', 'u32', bit_off, b[1], 'SET', 'u32', bit_off + 32, b[2]}) do
+    for _, v in ipairs({'SET', 'u32', 8 * off, b[1], 'SET', 'u32', 8 * off + 32, b[2]}) do
       t[#t + 1] = v
     end
   end
-  for s, t in pairs(by_shard) do
-    for from = 1, #t, 6400 do
-      redis.call('BITFIELD', shard_key(s), unpack(t, from, math.min(from + 6399, #t)))
+  for from = 1, #t, 6400 do
+    redis.call('BITFIELD', shard_key(s), unpack(t, from, math.min(from + 6399, #t)))
+  end
+end
+local function tk_flush_buckets()
+  local by_shard = {}
+  for _, j in ipairs(BK_DIRTY) do
+    local s = bucket_place(j)
+    local js = by_shard[s]
+    if not js then
+      js = {}
+      by_shard[s] = js
+    end
+    js[#js + 1] = j
+  end
+  for s, js in pairs(by_shard) do
+    if WHOLE[s] and shard_bytes(s) <= BYTES_PER_CALL * #js then
+      table.sort(js)
+      write_whole(s, js)
+    else
+      write_bitfield(s, js)
     end
   end
 end
