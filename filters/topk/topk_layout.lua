@@ -1,7 +1,7 @@
 -- A Top-K sketch as the TOPK scripts see it (docs/topk.md has the whole layout):
 --
 --   KEYS[1]             hash    tk "1" (layout), id, k, width, depth, decay ("%.17g"), sh (bytes
---                               per bucket shard, a multiple of 8)
+--                               per bucket shard, a multiple of 8), v (updates so far)
 --   P:tk:<id>:b.<s>     string  buckets 8 bytes each: u32 fp, u32 count (BITFIELD, big-endian);
 --                               bucket j (row-major: row r holds [r*width, (r+1)*width)) is in
 --                               shard floor(8j / sh)
