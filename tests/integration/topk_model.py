@@ -88,7 +88,7 @@ class TopK:
     """One Top-K sketch. Items are bytes."""
 
     def __init__(self, k, width=DEFAULT_WIDTH, depth=DEFAULT_DEPTH, decay=DEFAULT_DECAY,
-                 rng=None, seed=None):
+                 rng=None, seed=None, hash_cache=None):
         assert k >= 1 and width >= 1 and depth >= 1 and 0 < decay <= 1
         self.k, self.width, self.depth, self.decay = k, width, depth, decay
         self.table = decay_table(decay)
@@ -98,7 +98,8 @@ class TopK:
         self.h_fp = [0] * k                   # heap slots: fp, item (None: never filled), count
         self.h_item = [None] * k
         self.h_count = [0] * k
-        self._where = {}                      # item -> (fp, bucket indexes), a cache
+        # item -> (fp, bucket indexes): a cache, which sketches of one width and depth may share
+        self._where = hash_cache if hash_cache is not None else {}
 
     # -- hashing --------------------------------------------------------------------------------
 
@@ -196,10 +197,19 @@ class TopK:
         fp, rows = self.where(item)
         heap_min = self.h_count[0]
         best = 0
+        fps, counts = self.fps, self.counts
         for b in rows:
-            got = self._update_bucket(b, fp, n)
-            if got > best:
-                best = got
+            c = counts[b]
+            if c and fps[b] == fp:      # the common cases inline: the item's own bucket ...
+                c = (c + n) & U32
+                counts[b] = c
+            elif not c:                 # ... or an empty one
+                fps[b] = fp
+                counts[b] = c = n
+            else:
+                c = self._update_bucket(b, fp, n)
+            if c > best:
+                best = c
         if best < heap_min:
             return None
         at = self._find_fast(item)
