@@ -71,6 +71,7 @@ BATCH_ITEMS=()
 for ((i = 0; i < BATCH; i++)); do BATCH_ITEMS+=(__rand_int__); done
 # test name -> requests, command words (each __rand_int__ gets its own random number)
 declare -A REQS=([BF.ADD]="$N" [TOPK.ADD]="$N" ["TOPK.ADD x$BATCH"]="$BATCH_N")
+declare -A ITEMS=([BF.ADD]=1 [TOPK.ADD]=1 ["TOPK.ADD x$BATCH"]="$BATCH")
 declare -A ARGS=([BF.ADD]="BF.ADD $BF_KEY __rand_int__" [TOPK.ADD]="TOPK.ADD $TOPK_KEY __rand_int__"
                  ["TOPK.ADD x$BATCH"]="TOPK.ADD $TOPK_KEY ${BATCH_ITEMS[*]}")
 TESTS=(BF.ADD TOPK.ADD "TOPK.ADD x$BATCH")
@@ -79,7 +80,7 @@ TESTS=(BF.ADD TOPK.ADD "TOPK.ADD x$BATCH")
 for t in "${TESTS[@]}"; do
   # shellcheck disable=SC2086  # the command's words
   timeout --foreground --signal=INT --kill-after=5 60 redis-benchmark -h 127.0.0.1 \
-    -p "$PROXY_PORT" -q -n 2000 -c 10 -P 16 -r 100000000 ${ARGS[$t]} >/dev/null 2>&1 \
+    -p "$PROXY_PORT" -q -n $((20000 / ${ITEMS[$t]})) -c 10 -P 16 -r 100000000 ${ARGS[$t]} >/dev/null 2>&1 \
     || log "warning: warm-up of $t failed"
 done
 
