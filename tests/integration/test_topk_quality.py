@@ -5,7 +5,8 @@ streams.
 Each case: one Zipf stream (exponent s, `updates` draws over `distinct` items, a fixed seed),
 sent through a real bloomproxy into one sketch with pipelined TOPK.ADD from four connections at
 once (the stream cut into batches of 100 items, dealt round robin to the connections; every third
-batch as 100 single-item calls, the others as one 100-item call). The exact counts are known, so:
+batch as 100 single-item calls, the others as one 100-item call; the fourth connection sends
+TOPK.INCRBY item 1 instead, the same update). The exact counts are known, so:
 
     precision   = |LIST ∩ true top k| / |LIST|  (true top k: every item counted at least as often
                   as the k-th most frequent one, so that ties at the boundary do not count as misses)
@@ -134,19 +135,20 @@ def parse_list_withcount(reply):
 
 
 def send_stream(proxies, key, stream, connections=CONNECTIONS, singles_every=SINGLES_EVERY,
-                incrby=False):
+                incrby=()):
     """Sends `stream` into `key` through `proxies` (connection t uses proxies[t % len]): batches
     of BATCH items dealt round robin to the connections, pipelined, every `singles_every`-th batch
-    as single-item calls (0: never), the others as one call. incrby: TOPK.INCRBY item 1 instead of
-    TOPK.ADD. Checks every reply (an array of the call's length, each element null or an item of
+    as single-item calls (0: never), the others as one call. incrby: the connections that send
+    TOPK.INCRBY key item 1 … instead of TOPK.ADD key item … (the same update). Checks every reply (an array of the call's length, each element null or an item of
     the stream). Returns the number of expelled items reported."""
     items = set(stream)
     batches = [stream[i:i + BATCH] for i in range(0, len(stream), BATCH)]
     expelled = [0] * connections
 
     def calls_of(j, batch):
-        name = "TOPK.INCRBY" if incrby else "TOPK.ADD"
-        args = (lambda it: (it, 1)) if incrby else (lambda it: (it,))
+        t = j % connections
+        name = "TOPK.INCRBY" if t in incrby else "TOPK.ADD"
+        args = (lambda it: (it, 1)) if t in incrby else (lambda it: (it,))
         if singles_every and j % singles_every == 0:
             return [(cmd(name, key, *args(it)), 1) for it in batch]
         return [(cmd(name, key, *itertools.chain.from_iterable(args(it) for it in batch)),
@@ -198,7 +200,7 @@ def test_proxy_quality_matches_redisbloom_model(case, proxy):
     key = "topk:" + case
     with p.raw(timeout=30) as c:
         assert c.command("TOPK.RESERVE", key, k, width, depth, repr(decay)) == b"OK"
-    expelled = send_stream([p], key, stream)
+    expelled = send_stream([p], key, stream, incrby={3})
 
     with p.raw(timeout=30) as c:
         listed = parse_list_withcount(c.command("TOPK.LIST", key, "WITHCOUNT"))
