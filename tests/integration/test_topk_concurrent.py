@@ -14,18 +14,24 @@ as a wrong count.
    with exact counts.
 
 2. Colliding items under decay 1 and 0.9 (test_colliding_heavy_counts_are_exact): a narrow sketch
-   (width 16, depth 3) where a few heavy items, seeded with 100000 each before the run and given
-   pairwise distinct buckets, are hit by hundreds of light items colliding with them and with each
-   other. The light items' own buckets change hands in an order-dependent way, but a heavy
-   bucket's count is too large ever to be taken over, so it ends at
+   (k 4, width 16, depth 3) where four heavy items with pairwise distinct buckets, seeded before
+   the run with 100000, 200000, 300000 and 400000 (so that every heap comparison between them
+   comes out the same way all along and the lightest stays in slot 0), are hit during the run by
+   240 light items colliding with them and with each other, and get more adds of their own. The
+   light items' buckets change hands in an order-dependent way, but a heavy bucket is far too
+   large ever to be taken over, so it ends at
        decay 1:    the heavy item's total - the light increments that reached it in that row
                    (every foreign step decrements: the closed form n < c: c -= n)
        decay 0.9:  the heavy item's total (P = 0.9^c underflows to exactly 0 for c >= ~7100: no
                    foreign step ever decrements it)
    whatever the order. COUNT of a heavy item is the largest of those over its rows, and after one
-   INCRBY of 0 per heavy item (which sets its heap count to that same largest bucket) LIST
-   WITHCOUNT is exactly the heavy items with those counts. For every item: no error reply,
-   expelled items only known ones, LIST and COUNT never above the exact total, INFO unchanged.
+   INCRBY of 0 per heavy item (which sets its heap count to that largest bucket when it is at
+   least slot 0's count) LIST WITHCOUNT gives the heavy items those counts. The one exception
+   is RedisBloom's own: under decay 1 the lightest heavy item, in slot 0, can keep a stale higher
+   heap count (its buckets fell below it after its last update, and an update below heapMin is
+   dropped), and COUNT then leaves out its lower buckets and answers 0; the test allows exactly
+   that. For every item: no error reply, expelled items only known ones, LIST and COUNT never
+   above the exact total, light items never in the heap, INFO unchanged through every proxy.
 """
 
 import itertools

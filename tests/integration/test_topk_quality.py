@@ -8,8 +8,8 @@ once (the stream cut into batches of 100 items, dealt round robin to the connect
 batch as 100 single-item calls, the others as one 100-item call; the fourth connection sends
 TOPK.INCRBY item 1 instead, the same update). The exact counts are known, so:
 
-    precision   = |LIST ∩ true top k| / |LIST|  (true top k: every item counted at least as often
-                  as the k-th most frequent one, so that ties at the boundary do not count as misses)
+    precision   = |LIST ∩ true top k| / |LIST|  (true top k: every item counted at least as
+                  often as the k-th most frequent one: ties at the boundary are no misses)
     count error = mean over the listed items of |LIST WITHCOUNT count - exact count| / exact count
 
 The model runs the same stream in order with MODEL_SEEDS seeds of Python's random numbers (decay
@@ -52,7 +52,7 @@ import pytest
 
 from bp_helpers import encode_command as cmd
 from test_bf_concurrency import run_threads
-from topk_model import TopK, reply_item
+from topk_model import TopK
 
 MODEL_SEEDS = 5
 PRECISION_MARGIN = 0.08
@@ -139,8 +139,9 @@ def send_stream(proxies, key, stream, connections=CONNECTIONS, singles_every=SIN
     """Sends `stream` into `key` through `proxies` (connection t uses proxies[t % len]): batches
     of BATCH items dealt round robin to the connections, pipelined, every `singles_every`-th batch
     as single-item calls (0: never), the others as one call. incrby: the connections that send
-    TOPK.INCRBY key item 1 … instead of TOPK.ADD key item … (the same update). Checks every reply (an array of the call's length, each element null or an item of
-    the stream). Returns the number of expelled items reported."""
+    TOPK.INCRBY key item 1 … instead of TOPK.ADD key item … (the same update). Checks every
+    reply (an array of the call's length, each element null or an item of the stream). Returns
+    the number of expelled items reported."""
     items = set(stream)
     batches = [stream[i:i + BATCH] for i in range(0, len(stream), BATCH)]
     expelled = [0] * connections
