@@ -36,6 +36,9 @@ count errors of 0.02-0.04 and 0.08-0.27 on the wide cases (limits 0.006-0.009) a
 on the narrow one (limit about 0.37). A fake proxy answering TOPK.* from the garbage model (a
 harness check, not kept) failed all four cases here, with count errors 0.020, 0.036, 0.57, 0.044.
 
+test_one_decay_step_has_probability_decay_to_the_count checks the decay step alone: a binomial
+test of one trial against a bucket of count c, for counts inside the 256-entry table and above.
+
 Besides the statistics, what holds for any run of the algorithm: no error reply, every expelled
 item is an item of the stream, LIST holds k distinct items of the stream with counts > 0, never
 above the exact count (HeavyKeeper only underestimates, unless two items share a fingerprint:
@@ -261,3 +264,50 @@ def test_margins_reject_broken_decay(case):
         print(f"{case}: {broken}: precision {p:.3f} (least allowed {min_precision:.3f}), "
               f"count error {e:.4f} (most allowed {max_error:.4f})")
         assert p < min_precision or e > max_error, (case, broken, p, e)
+
+
+# (decay, count c): P(c) = decay^c, from the table below 256 and composed above it
+STEP_POINTS = [(0.9, 1), (0.9, 6), (0.5, 2), (0.925, 20), (0.999, 300), (0.998, 700)]
+STEP_KEYS = 1000
+
+
+def test_one_decay_step_has_probability_decay_to_the_count(bp):
+    """The decay step itself: on a one-bucket sketch (k 1, width 1, depth 1) holding item a with
+    count c, one TOPK.ADD of another item b makes one trial, which lowers a's bucket to c - 1
+    with probability decay^c (RedisBloom: rand() / RAND_MAX < T[c], T composed for c >= 256);
+    COUNT a then answers 0 (a is in the heap with count c = heapMin, and COUNT leaves out its
+    buckets below heapMin), else c; for c = 1, b takes the bucket over and expels a. Over STEP_KEYS sketches per point the share of c - 1
+    must be within 4.5 standard deviations of decay^c (a false alarm about once in 10^5 runs
+    per point; a step drawn with the wrong probability, e.g. decay^(c-1), or one that always or
+    never decrements, fails)."""
+    problems, report = [], []
+    with bp.raw(timeout=60) as c:
+        for p_i, (decay, count) in enumerate(STEP_POINTS):
+            keys = [b"step:%d:%d" % (p_i, i) for i in range(STEP_KEYS)]
+            c.send(b"".join(cmd("TOPK.RESERVE", key, 1, 1, 1, repr(decay)) + cmd(
+                "TOPK.INCRBY", key, "a", count) + cmd("TOPK.ADD", key, "b") + cmd(
+                "TOPK.COUNT", key, "a") for key in keys))
+            lowered = 0
+            for _ in keys:
+                assert c.read_reply() == b"OK"
+                assert c.read_reply() == [None]
+                added, got = c.read_reply(), c.read_reply()
+                if count == 1:
+                    # Lowered to 0: b takes the bucket over with the step left (1), and its
+                    # best 1 >= heapMin 1 expels a from the heap.
+                    assert (added, got) in (([None], [1]), ([b"a"], [0])), (added, got)
+                    lowered += got == [0]
+                    continue
+                assert added == [None], added  # b's best is 0 < heapMin: no heap change
+                # a is in the heap with count c = heapMin: COUNT leaves out a bucket below it.
+                assert got in ([count], [0]), got
+                lowered += got == [0]
+            p = decay ** count
+            sd = (p * (1 - p) / STEP_KEYS) ** 0.5
+            share = lowered / STEP_KEYS
+            report.append(f"decay {decay} count {count}: {share:.3f} lowered, decay^count "
+                          f"{p:.3f} ± {sd:.3f}")
+            if abs(share - p) > 4.5 * sd:
+                problems.append(report[-1])
+    print("\n".join(report))
+    assert not problems, "\n".join(problems)
