@@ -276,10 +276,10 @@ def test_one_decay_step_has_probability_decay_to_the_count(bp):
     count c, one TOPK.ADD of another item b makes one trial, which lowers a's bucket to c - 1
     with probability decay^c (RedisBloom: rand() / RAND_MAX < T[c], T composed for c >= 256);
     COUNT a then answers 0 (a is in the heap with count c = heapMin, and COUNT leaves out its
-    buckets below heapMin), else c; for c = 1, b takes the bucket over and expels a. Over STEP_KEYS sketches per point the share of c - 1
-    must be within 4.5 standard deviations of decay^c (a false alarm about once in 10^5 runs
-    per point; a step drawn with the wrong probability, e.g. decay^(c-1), or one that always or
-    never decrements, fails)."""
+    buckets below heapMin), else c; for c = 1, b takes the bucket over and expels a. Over
+    STEP_KEYS sketches per point the share of lowered buckets must be within 4.5 standard
+    deviations of decay^c (a false alarm about once in 10^5 runs per point; a step drawn with
+    the wrong probability, e.g. decay^(c-1), or one that always or never decrements, fails)."""
     problems, report = [], []
     with bp.raw(timeout=60) as c:
         for p_i, (decay, count) in enumerate(STEP_POINTS):
