@@ -30,6 +30,8 @@ for a = shards_at, #ARGV, 2 do
 end
 if ARGV[5] ~= '' then redis.call('SETRANGE', base .. 'h', 0, ARGV[5]) end
 if n > 0 then
+  -- The items hash made now expires when the sketch's other keys do.
+  local created = redis.call('EXISTS', base .. 'i') == 0
   local set = {}
   for a = 7, m_at - 1, 2 do
     set[#set + 1] = ARGV[a]
@@ -38,6 +40,8 @@ if n > 0 then
   for from = 1, #set, 6000 do
     redis.call('HSET', base .. 'i', unpack(set, from, math.min(from + 5999, #set)))
   end
+  local ms = created and redis.call('PTTL', base .. 'h') or -1
+  if ms > 0 then redis.call('PEXPIRE', base .. 'i', ms) end
 end
 if m > 0 then redis.call('HDEL', base .. 'i', unpack(ARGV, m_at + 1, shards_at - 1)) end
 for a = shards_at, #ARGV, 2 do redis.call('SETRANGE', base .. 'b.' .. ARGV[a], 0, ARGV[a + 1]) end
