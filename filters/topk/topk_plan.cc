@@ -97,8 +97,9 @@ std::unique_ptr<Plan> UpdatePlan(const OwnedRequest& owned, TopkCache* cache,
     member.error = owned.error;
   }
   member.applied = items.size();
+  // Not one of the sketch's batches, which go one at a time: no state kept (TopkStates).
   return MakeTopkUpdatePlan(owned.key, std::move(items), std::move(increments), {member}, cache,
-                            config);
+                            nullptr, config);
 }
 
 }  // namespace
@@ -134,12 +135,12 @@ std::unique_ptr<Plan> MakeTopkPlan(const TopkRequest& request, const std::string
 std::unique_ptr<Plan> MakeTopkAddBatchPlan(std::string key, std::vector<std::string> items,
                                            std::vector<uint64_t> increments,
                                            std::vector<PlanMember> members, TopkCache* cache,
-                                           const TopkConfig* config) {
+                                           TopkStates* states, const TopkConfig* config) {
   std::vector<TopkAddMember> add_members;
   for (const PlanMember& m : members) add_members.push_back({m.count, m.count, {}});
   return MakeTopkUpdatePlan(std::move(key), std::move(items),
                             std::vector<uint32_t>(increments.begin(), increments.end()),
-                            std::move(add_members), cache, config);
+                            std::move(add_members), cache, states, config);
 }
 
 }  // namespace bloomproxy::filters

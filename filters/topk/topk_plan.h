@@ -16,6 +16,7 @@
 #include "filters/topk/topk_meta.h"
 #include "filters/topk/topk_replies.h"
 #include "filters/topk/topk_scripts.h"
+#include "filters/topk/topk_snapshot.h"
 
 namespace bloomproxy::filters {
 
@@ -27,10 +28,11 @@ std::unique_ptr<Plan> MakeTopkPlan(const TopkRequest& request, const std::string
 
 // One plan for TOPK.ADD and TOPK.INCRBY commands without a bad increment (each one member, its
 // items in `items` and their increments in `increments`, in order) on sketch `key`, run in order
-// as one update; MemberReplies() has each command's reply.
+// as one update; MemberReplies() has each command's reply. A sketch's batches go one at a time
+// (proxy/sketch/batch.cc), so each may start from the state the one before committed (`states`).
 std::unique_ptr<Plan> MakeTopkAddBatchPlan(std::string key, std::vector<std::string> items,
                                            std::vector<uint64_t> increments,
                                            std::vector<PlanMember> members, TopkCache* cache,
-                                           const TopkConfig* config);
+                                           TopkStates* states, const TopkConfig* config);
 
 }  // namespace bloomproxy::filters

@@ -103,15 +103,33 @@ double TopkProxyRandom() {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53;
 }
 
-TopkCall TopkCommitCall(const TopkSnapshot& before, const TopkSketch& after) {
+TopkSnapshot TopkAfter(const TopkSnapshot& before, TopkSketch after) {
+  TopkSnapshot out;
+  out.id = before.id;
+  int64_t v = 0;
+  out.v = U64(ParseCount(before.v, &v) ? static_cast<uint64_t>(v) + 1 : 1);
+  out.heap = EncodeHeap(after.heap);
+  size_t at = 0;  // the first bucket of the shard
+  for (const std::string& old : before.shards) {
+    std::string& now = out.shards.emplace_back(old.size(), '\0');
+    for (size_t b = 0; b < old.size() / 8; ++b) {
+      StoreU32(&now[8 * b], after.buckets[at + b].fp);
+      StoreU32(&now[8 * b + 4], after.buckets[at + b].count);
+    }
+    at += old.size() / 8;
+  }
+  out.sketch = std::move(after);
+  return out;
+}
+
+TopkCall TopkCommitCall(const TopkSnapshot& before, const TopkSnapshot& after) {
   TopkCall call{&lua::kTopkCommit, false, {before.id, before.v}};
-  std::string heap = EncodeHeap(after.heap);
-  call.argv.push_back(heap == before.heap ? std::string() : std::move(heap));
+  call.argv.push_back(after.heap == before.heap ? std::string() : after.heap);
   std::vector<std::string> set;
   std::vector<std::string> gone;
-  for (size_t s = 0; s < after.heap.size(); ++s) {
+  for (size_t s = 0; s < after.sketch.heap.size(); ++s) {
     const TopkSlot& was = before.sketch.heap[s];
-    const TopkSlot& is = after.heap[s];
+    const TopkSlot& is = after.sketch.heap[s];
     if (is.has_item && (!was.has_item || was.item != is.item)) {
       set.push_back(U64(s));
       set.push_back(is.item);
@@ -123,21 +141,42 @@ TopkCall TopkCommitCall(const TopkSnapshot& before, const TopkSketch& after) {
   call.argv.insert(call.argv.end(), set.begin(), set.end());
   call.argv.push_back(U64(gone.size()));
   call.argv.insert(call.argv.end(), gone.begin(), gone.end());
-  size_t at = 0;  // the first bucket of the shard
   for (size_t s = 0; s < before.shards.size(); ++s) {
-    const std::string& old = before.shards[s];
-    std::string now(old.size(), '\0');
-    for (size_t b = 0; b < old.size() / 8; ++b) {
-      StoreU32(&now[8 * b], after.buckets[at + b].fp);
-      StoreU32(&now[8 * b + 4], after.buckets[at + b].count);
-    }
-    at += old.size() / 8;
-    if (now != old) {
-      call.argv.push_back(U64(s));
-      call.argv.push_back(std::move(now));
-    }
+    if (after.shards[s] == before.shards[s]) continue;
+    call.argv.push_back(U64(s));
+    call.argv.push_back(after.shards[s]);
   }
   return call;
+}
+
+size_t TopkStates::Bytes(const TopkSnapshot& s) {
+  size_t n = s.heap.size() * 2;
+  for (const std::string& shard : s.shards) n += shard.size() * 2;
+  for (const TopkSlot& slot : s.sketch.heap) n += slot.item.size();
+  return n;
+}
+
+std::shared_ptr<const TopkSnapshot> TopkStates::Find(std::string_view name) const {
+  auto it = map_.find(std::string(name));
+  return it == map_.end() ? nullptr : it->second;
+}
+
+void TopkStates::Put(std::string_view name, std::shared_ptr<const TopkSnapshot> state) {
+  Erase(name);
+  const size_t bytes = Bytes(*state);
+  if (bytes_ + bytes > kMaxBytes) {
+    map_.clear();
+    bytes_ = 0;
+  }
+  bytes_ += bytes;
+  map_[std::string(name)] = std::move(state);
+}
+
+void TopkStates::Erase(std::string_view name) {
+  auto it = map_.find(std::string(name));
+  if (it == map_.end()) return;
+  bytes_ -= Bytes(*it->second);
+  map_.erase(it);
 }
 
 }  // namespace bloomproxy::filters

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "filters/topk/topk.h"
@@ -44,7 +47,27 @@ bool ParseTopkSnapshot(const redisReply* results, const redisReply* fields, Topk
 // the system).
 double TopkProxyRandom();
 
-// The commit of `after` (the snapshot's sketch once updated) over `before`: what changed.
-TopkCall TopkCommitCall(const TopkSnapshot& before, const TopkSketch& after);
+// The snapshot the sketch becomes once `before.sketch` is updated to `after` and committed: its
+// bytes re-encoded, v + 1.
+TopkSnapshot TopkAfter(const TopkSnapshot& before, TopkSketch after);
+
+// The commit of `after` over `before` (TopkAfter's result): what changed.
+TopkCall TopkCommitCall(const TopkSnapshot& before, const TopkSnapshot& after);
+
+// The sketches as this proxy last committed them, by name: the next batch on one starts from it
+// and commits at once (one round trip instead of two) while no other update came in between,
+// which the commit checks. Bounded by bytes: past kMaxBytes it starts over empty.
+class TopkStates {
+ public:
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  std::shared_ptr<const TopkSnapshot> Find(std::string_view name) const;
+  void Put(std::string_view name, std::shared_ptr<const TopkSnapshot> state);
+  void Erase(std::string_view name);
+
+ private:
+  static size_t Bytes(const TopkSnapshot& s);
+  std::unordered_map<std::string, std::shared_ptr<const TopkSnapshot>> map_;
+  size_t bytes_ = 0;
+};
 
 }  // namespace bloomproxy::filters

@@ -12,15 +12,25 @@ namespace {
 class TopkUpdatePlan : public Plan {
  public:
   TopkUpdatePlan(std::string key, std::vector<std::string> items, std::vector<uint32_t> increments,
-                 std::vector<TopkAddMember> members, TopkCache* cache, const TopkConfig* config)
+                 std::vector<TopkAddMember> members, TopkCache* cache, TopkStates* states,
+                 const TopkConfig* config)
       : key_(std::move(key)),
         items_(std::move(items)),
         increments_(std::move(increments)),
         members_(std::move(members)),
         cache_(cache),
+        states_(states),
         config_(config) {}
 
-  void Start(PlanStep* step) override { StartSnapshot(step); }
+  // From the sketch as this proxy last committed it, when it has it: straight to the commit.
+  void Start(PlanStep* step) override {
+    const std::shared_ptr<TopkMeta> meta = cache_->Find(key_);
+    std::shared_ptr<const TopkSnapshot> state = states_ != nullptr ? states_->Find(key_) : nullptr;
+    if (meta != nullptr && state != nullptr && state->id == meta->id) {
+      return Commit(std::move(state), step);
+    }
+    StartSnapshot(step);
+  }
 
   void OnReplies(StepReplies& r, PlanStep* step) override {
     const std::string_view answer = r.size() == 1 ? r.Frame(0) : std::string_view();
@@ -32,7 +42,11 @@ class TopkUpdatePlan : public Plan {
       case Phase::kSnapshot:
         return OnSnapshot(answer, decoded, step);
       case Phase::kCommit:
-        if (answer == "+OK\r\n") return FinishMembers(step);
+        if (answer == "+OK\r\n") {
+          if (states_ != nullptr) states_->Put(key_, std::move(after_));
+          return FinishMembers(step);
+        }
+        if (states_ != nullptr) states_->Erase(key_);
         // Another update came between the snapshot and the commit (another proxy's, or this
         // one's on its other upstream connection): read again, a few times, then let the script
         // do it where it runs.
@@ -89,23 +103,29 @@ class TopkUpdatePlan : public Plan {
       member_replies_ = TopkAddReplies(answer, decoded, members_);
       return Finish(step, member_replies_.empty() ? std::string() : member_replies_[0]);
     }
-    TopkSnapshot snapshot;
+    auto snapshot = std::make_shared<TopkSnapshot>();
     if (decoded->elements != 2 ||
-        !ParseTopkSnapshot(decoded->element[0], TopkAnswerFields(decoded), &snapshot)) {
+        !ParseTopkSnapshot(decoded->element[0], TopkAnswerFields(decoded), snapshot.get())) {
       return StartScript(step);
     }
-    TopkSketch after = snapshot.sketch;
+    Commit(std::move(snapshot), step);
+  }
+
+  // Every item applied to `before` with the model, and the commit of what changed.
+  void Commit(std::shared_ptr<const TopkSnapshot> before, PlanStep* step) {
+    TopkSketch sketch = before->sketch;
     const TopkRandom random = TopkProxyRandom;
     size_t at = 0;
     expelled_.clear();
     for (const TopkAddMember& m : members_) {
       std::vector<TopkExpelled>& out = expelled_.emplace_back();
       for (size_t i = 0; i < m.applied; ++i, ++at) {
-        out.push_back(TopkAdd(&after, items_[at], increments_[at], random));
+        out.push_back(TopkAdd(&sketch, items_[at], increments_[at], random));
       }
     }
+    after_ = std::make_shared<TopkSnapshot>(TopkAfter(*before, std::move(sketch)));
     phase_ = Phase::kCommit;
-    call_ = TopkCommitCall(snapshot, after);
+    call_ = TopkCommitCall(*before, *after_);
     Send(step, /*body=*/false);
   }
 
@@ -129,12 +149,14 @@ class TopkUpdatePlan : public Plan {
   std::vector<uint32_t> increments_;
   std::vector<TopkAddMember> members_;
   TopkCache* cache_;
+  TopkStates* states_;
   const TopkConfig* config_;
   Phase phase_ = Phase::kScript;
   TopkCall call_;
   bool sent_body_ = false;
   int snapshots_ = 0;
   std::vector<std::vector<TopkExpelled>> expelled_;
+  std::shared_ptr<const TopkSnapshot> after_;  // what the commit makes of the sketch
   std::vector<std::string> member_replies_;
 };
 
@@ -156,9 +178,9 @@ void TopkRemember(TopkCache* cache, std::string_view key, const redisReply* deco
 std::unique_ptr<Plan> MakeTopkUpdatePlan(std::string key, std::vector<std::string> items,
                                          std::vector<uint32_t> increments,
                                          std::vector<TopkAddMember> members, TopkCache* cache,
-                                         const TopkConfig* config) {
+                                         TopkStates* states, const TopkConfig* config) {
   return std::make_unique<TopkUpdatePlan>(std::move(key), std::move(items), std::move(increments),
-                                          std::move(members), cache, config);
+                                          std::move(members), cache, states, config);
 }
 
 }  // namespace bloomproxy::filters

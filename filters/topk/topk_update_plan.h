@@ -1,10 +1,11 @@
 // The plan of TOPK.ADD / TOPK.INCRBY commands on one sketch (one member each, in order):
 //
 //   fast path, a sketch the proxy knows and small enough (topk_snapshot.h):
-//     step 1   EVALSHA_RO topk_read.lua ... snapshot          -> the whole sketch
+//     step 1   EVALSHA_RO topk_read.lua ... snapshot          -> the whole sketch (skipped when
+//              the proxy has the sketch as it last committed it: TopkStates)
 //              (the proxy applies every item with the model)
 //     step 2   EVALSHA topk_commit.lua ... id v <changes>     -> OK, or CONFLICT: again from
-//              step 1, at most 4 snapshots in all
+//              step 1 (the state forgotten), at most 4 snapshots in all
 //   otherwise, and after the 4th CONFLICT or a snapshot that does not fit:
 //     step     EVALSHA topk_add.lua ... <items>              -> each item's result
 //
@@ -20,6 +21,7 @@
 #include "filters/topk/topk_meta.h"
 #include "filters/topk/topk_replies.h"
 #include "filters/topk/topk_scripts.h"
+#include "filters/topk/topk_snapshot.h"
 
 namespace bloomproxy::filters {
 
@@ -28,10 +30,10 @@ namespace bloomproxy::filters {
 void TopkRemember(TopkCache* cache, std::string_view key, const redisReply* decoded);
 
 // `items[i]` with increment `increments[i]`; `members` split them (one TopkAddMember each, in
-// order). `cache` and `config` outlive the plan.
+// order). `cache`, `states` (null: none kept) and `config` outlive the plan.
 std::unique_ptr<Plan> MakeTopkUpdatePlan(std::string key, std::vector<std::string> items,
                                          std::vector<uint32_t> increments,
                                          std::vector<TopkAddMember> members, TopkCache* cache,
-                                         const TopkConfig* config);
+                                         TopkStates* states, const TopkConfig* config);
 
 }  // namespace bloomproxy::filters

@@ -252,6 +252,7 @@ class Server {
   filters::CfCache cf_cache_;
   filters::TopkConfig topk_config_;
   filters::TopkCache topk_cache_;
+  filters::TopkStates topk_states_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;

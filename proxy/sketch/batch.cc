@@ -119,7 +119,8 @@ std::unique_ptr<filters::Plan> Server::HeldBatchPlan(SketchBatch* b) {
                                            &cf_cache_, &cf_config_);
     case BatchKind::kTopkAdd:
       return filters::MakeTopkAddBatchPlan(b->key, std::move(b->items), std::move(b->increments),
-                                           std::move(b->members), &topk_cache_, &topk_config_);
+                                           std::move(b->members), &topk_cache_, &topk_states_,
+                                           &topk_config_);
     default: {
       const filters::CmsCommand command = b->kind == BatchKind::kCmsIncrBy
                                               ? filters::CmsCommand::kIncrBy
