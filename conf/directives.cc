@@ -219,6 +219,15 @@ std::string ShowCfMode(const Directive&, const Options& o) {
   return o.cf_mode == BfMode::kEmulate ? "emulate" : "forward";
 }
 
+bool ApplyTopkMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                   std::string* e) {
+  return ParseSketchMode(a, &s->options->topk_mode, e);
+}
+
+std::string ShowTopkMode(const Directive&, const Options& o) {
+  return o.topk_mode == BfMode::kEmulate ? "emulate" : "forward";
+}
+
 bool ApplyAuthMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
                    std::string* e) {
   if (EqualsIgnoreCase(a[0], "auto")) {
@@ -329,6 +338,8 @@ const Directive kDirectives[] = {
         ApplyCmsMode, ShowCmsMode, kRestart),
     Custom<&O::cf_mode>("cf-mode", 1, "MODE", "CF.*: emulate, or forward to RedisBloom",
         ApplyCfMode, ShowCfMode, kRestart),
+    Custom<&O::topk_mode>("topk-mode", 1, "MODE", "TOPK.*: emulate, or forward to RedisBloom",
+        ApplyTopkMode, ShowTopkMode, kRestart),
     // Filter defaults: filters created after a reload take the new values.
     Rate<&O::bf_error_rate>("bf-error-rate", "error rate of filters BF.ADD creates", kLive),
     Number<&O::bf_initial_capacity, 1, int64_t{1} << 30>("bf-initial-capacity", "N",

@@ -14,6 +14,8 @@ constexpr std::string_view kMarker = ":bf:m:";
 constexpr std::string_view kCmsMarker = ":cms:m:";
 constexpr std::string_view kCf = ":cf:";
 constexpr std::string_view kCfMarker = ":cf:m:";
+constexpr std::string_view kTk = ":tk:";
+constexpr std::string_view kTkMarker = ":tk:m:";
 constexpr size_t kIdLength = 16;
 constexpr size_t kMaxDigits = 20;  // std::to_string of a 64-bit size_t
 
@@ -58,6 +60,15 @@ bool IsCuckooSuffix(std::string_view s) {
          IsKeyNumber(shard);
 }
 
+// What follows "P:tk:": "H:b.D" (a Top-K sketch's bucket shard D), "H:h" (its heap), "H:i" (its
+// heap's items).
+bool IsTopkSuffix(std::string_view s) {
+  if (s.size() <= kIdLength + 1 || !IsInternalKeyId(s.substr(0, kIdLength)) || s[kIdLength] != ':')
+    return false;
+  const std::string_view rest = s.substr(kIdLength + 1);
+  return rest == "h" || rest == "i" || (rest.substr(0, 2) == "b." && IsKeyNumber(rest.substr(2)));
+}
+
 // Whether `prefix` is filters::DataKeyPrefix(name) (the same three rules,
 // filters/common/key_layout.cc; protocol/ cannot call filters/, and internal_keys_test checks that
 // both agree).
@@ -73,8 +84,8 @@ bool IsPrefixOf(std::string_view prefix, std::string_view name) {
          prefix.substr(1, kTagged - 2) == SlotTag(KeySlot(name));
 }
 
-// A name may itself hold ":bf:m:" (or ":cms:m:", ":cf:m:"), so every occurrence is a candidate
-// split.
+// A name may itself hold ":bf:m:" (or ":cms:m:", ":cf:m:", ":tk:m:"), so every occurrence is a
+// candidate split.
 bool IsMarker(std::string_view key, std::string_view infix) {
   for (size_t at = key.find(infix); at != std::string_view::npos; at = key.find(infix, at + 1)) {
     if (IsPrefixOf(key.substr(0, at), key.substr(at + infix.size()))) return true;
@@ -82,8 +93,8 @@ bool IsMarker(std::string_view key, std::string_view infix) {
   return false;
 }
 
-// The suffix of a data key holds no ":bf:", ":cms:" or ":cf:" (ids are hex, the rest digits), so
-// the last occurrence is the only split that can match.
+// The suffix of a data key holds no ":bf:", ":cms:", ":cf:" or ":tk:" (ids are hex, the rest
+// digits, "b.", "h" or "i"), so the last occurrence is the only split that can match.
 bool IsDataKey(std::string_view key, std::string_view infix, bool (*suffix_ok)(std::string_view)) {
   const size_t at = key.rfind(infix);
   return at != std::string_view::npos && suffix_ok(key.substr(at + infix.size())) &&
@@ -189,14 +200,15 @@ bool SplitAt(std::string_view s, char sep, std::string_view* head, std::string_v
 
 bool IsInternalKey(std::string_view key) {
   return IsDataKey(key, kBf, IsBloomSuffix) || IsDataKey(key, kCms, IsSketchSuffix) ||
-         IsDataKey(key, kCf, IsCuckooSuffix) || IsMarker(key, kMarker) ||
-         IsMarker(key, kCmsMarker) || IsMarker(key, kCfMarker);
+         IsDataKey(key, kCf, IsCuckooSuffix) || IsDataKey(key, kTk, IsTopkSuffix) ||
+         IsMarker(key, kMarker) || IsMarker(key, kCmsMarker) || IsMarker(key, kCfMarker) ||
+         IsMarker(key, kTkMarker);
 }
 
 std::string HideInternalKeys(std::string_view frame, bool scan) {
   // Most replies name no internal key at all: leave them untouched without parsing.
   if (frame.find(kBf) == std::string_view::npos && frame.find(kCms) == std::string_view::npos &&
-      frame.find(kCf) == std::string_view::npos) {
+      frame.find(kCf) == std::string_view::npos && frame.find(kTk) == std::string_view::npos) {
     return std::string(frame);
   }
   Reader r(frame);

@@ -15,8 +15,10 @@
 //   P:bf:H:wD            a windowed filter's slot D (a filter's hash)   SlotName (window_slots.h)
 //   P:cms:H:D            a count-min sketch's part                      (CMS layout)
 //   P:cf:H:D.D           a cuckoo filter's slots (sub-filter.data key)  (CF layout)
+//   P:tk:H:b.D           a Top-K sketch's bucket shard D                (Top-K layout)
+//   P:tk:H:h, P:tk:H:i   a Top-K sketch's heap slots and heap items     (Top-K layout)
 //   P:bf:m:N, P:cms:m:N, the marker of the filter or sketch named N, where P is exactly
-//   P:cf:m:N             DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
+//   P:cf:m:N, P:tk:m:N   DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
 //                        without braces, else "{T}N" with T = SlotTag(KeySlot(N))
 //
 // A slot is a filter of its own whose data-key prefix is its name (which holds P's tag), so its

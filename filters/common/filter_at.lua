@@ -2,7 +2,8 @@
 -- (filters/common/key_layout.h), for the key scripts that act on a whole structure. Returns its
 -- marker's name when the marker exists (else nil), and the structure's data keys when `k` is a
 -- filter's or a count-min sketch's hash whose fields parse: a filter's shards of each link and
--- each link's count; a sketch's parts (filters/cms/cms_meta.h); a cuckoo filter's sub-filters.
+-- each link's count; a sketch's parts (filters/cms/cms_meta.h); a cuckoo filter's sub-filters;
+-- a Top-K sketch's bucket shards, heap and heap items.
 -- For a windowed filter (its hash has `window`; docs/bloom-filters.md "Windowed filters' keys")
 -- the data keys are those of its live slots that exist (common/live_slots.lua): each slot's
 -- name and the slot's own data keys (a slot is a filter whose prefix is its name), and a third
@@ -22,7 +23,8 @@ local function sketch_parts(p, id, width, depth, part)
   for i = 0, math.ceil(width * depth / part) - 1 do keys[#keys + 1] = p .. ':cms:' .. id .. ':' .. i end
   return keys
 end
-local cuckoo_keys, window_keys  -- (below filter_at, so that no read comes before a marker check)
+-- (below filter_at, so that no read comes before a marker check)
+local cuckoo_keys, topk_keys, window_keys
 local function unlink_all(m, keys)
   redis.call('UNLINK', m)
   for i = 1, #keys, 1000 do redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys))) end
@@ -56,9 +58,14 @@ local function filter_at(k, p)
     m = p .. ':cms:m:' .. k
     if not marked(m) then
       m = p .. ':cf:m:' .. k
-      if not marked(m) then return nil, nil end
+      local keys = cuckoo_keys
+      if not marked(m) then
+        m = p .. ':tk:m:' .. k
+        if not marked(m) then return nil, nil end
+        keys = topk_keys
+      end
       if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
-      return m, cuckoo_keys(p, k)
+      return m, keys(p, k)
     end
   end
   if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
@@ -111,5 +118,19 @@ cuckoo_keys = function(p, k)
     end
     n = n * ex
   end
+  return keys
+end
+-- A Top-K sketch's data keys (the layout filters/topk/'s scripts write): its width * depth
+-- buckets, 8 bytes each, in shards of sh bytes; its heap; its heap's items, a hash that exists
+-- only once an item was kept (listed only then).
+topk_keys = function(p, k)
+  local f = redis.call('HMGET', k, 'tk', 'id', 'width', 'depth', 'sh')
+  local width, depth, sh = tonumber(f[3]), tonumber(f[4]), tonumber(f[5])
+  if f[1] ~= '1' or not f[2] or not width or not depth or not sh or sh < 1 then return nil end
+  local base = p .. ':tk:' .. f[2] .. ':'
+  local keys = {}
+  for s = 0, math.ceil(8 * width * depth / sh) - 1 do keys[#keys + 1] = base .. 'b.' .. s end
+  keys[#keys + 1] = base .. 'h'
+  if redis.call('EXISTS', base .. 'i') == 1 then keys[#keys + 1] = base .. 'i' end
   return keys
 end

@@ -9,7 +9,8 @@
 -- the command runs as sent. common/hash_read_check.lua and common/hash_write_check.lua differ only
 -- in how they look at the markers.
 --@include common/marked.lua
-if (marked(MK[1]) or marked(MK[2]) or marked(MK[3])) and redis.call('TYPE', KEYS[1]).ok == 'hash' then
+if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]) or marked(MK[4])) and
+   redis.call('TYPE', KEYS[1]).ok == 'hash' then
   local on = nil
   for _, m in ipairs(MK) do
     if not on and redis.call('TYPE', m).ok == 'string' then on = m end

@@ -3,7 +3,7 @@
 -- filters/common/key_scripts.h, word for word (tests/unit/key_scripts_test.cc holds the two equal).
 -- Anything else gets Redis's answer. Touches nothing of a structure.
 --
--- KEYS[1]: the name. ARGV[1..3]: its markers (common/markers.lua); then the client's command, as
+-- KEYS[1]: the name. ARGV[1..4]: its markers (common/markers.lua); then the client's command, as
 -- sent.
 
 --@include common/markers.lua

@@ -2,7 +2,7 @@
 -- RedisBloom's module types; else Redis's answer. Touches nothing but what the command itself
 -- touches.
 --
--- KEYS[1]: the name. ARGV[1..3]: its markers (common/markers.lua); then the client's command, as
+-- KEYS[1]: the name. ARGV[1..4]: its markers (common/markers.lua); then the client's command, as
 -- sent.
 
 --@include common/markers.lua

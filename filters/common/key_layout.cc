@@ -92,6 +92,13 @@ std::string CfMarkerKey(std::string_view prefix, std::string_view name) {
   return out;
 }
 
+std::string TopkMarkerKey(std::string_view prefix, std::string_view name) {
+  std::string out(prefix);
+  out += ":tk:m:";
+  out += name;
+  return out;
+}
+
 std::string NewId() {
   static std::mt19937_64 rng{std::random_device{}()};
   char buf[20];

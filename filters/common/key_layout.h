@@ -56,5 +56,7 @@ std::string MarkerKey(std::string_view prefix, std::string_view name);
 std::string CmsMarkerKey(std::string_view prefix, std::string_view name);
 // The marker of the cuckoo filter named `name` ({users}:cf:m:users).
 std::string CfMarkerKey(std::string_view prefix, std::string_view name);
+// The marker of the Top-K sketch named `name` ({users}:tk:m:users).
+std::string TopkMarkerKey(std::string_view prefix, std::string_view name);
 
 }  // namespace bloomproxy::filters

@@ -5,9 +5,9 @@
 -- Returns the command's reply (Redis's errors, :0 when the destination database holds the name).
 -- When it moved a structure, every data key and the marker follow it: MOVE each, or, where the
 -- other database holds a key of that name (a leftover), COPY ... REPLACE and UNLINK; then the
--- other kind's marker for the name, a leftover there, is removed (it would make the structure
--- look like the other kind). The SELECT is the script's own (the caller's database is
--- unchanged) and comes last.
+-- other kinds' markers for the name, leftovers there, are removed (one would make the structure
+-- look like another kind). The SELECT is the script's own (the caller's database is unchanged)
+-- and comes last.
 
 --@include common/marked.lua
 --@include common/filter_at.lua
@@ -23,8 +23,11 @@ for _, d in ipairs(data) do
     redis.call('UNLINK', d)
   end
 end
-local other = ARGV[1] .. ':bf:m:' .. KEYS[1]
-if m == other then other = ARGV[1] .. ':cms:m:' .. KEYS[1] end
+local others = {}
+for _, kind in ipairs({':bf:m:', ':cms:m:', ':cf:m:', ':tk:m:'}) do
+  local other = ARGV[1] .. kind .. KEYS[1]
+  if other ~= m then others[#others + 1] = other end
+end
 redis.call('SELECT', db)
-redis.call('UNLINK', other)
+redis.call('UNLINK', unpack(others))
 return r

@@ -1,13 +1,13 @@
-// Key commands on a filter's or a count-min sketch's name. A structure lives in several keys (its
-// name, a hash of metadata; data keys of bits and counts, of cells, or of slots; a marker, see
-// key_layout.h, cms_meta.h and cuckoo/cf_layout.lua), and the key commands must see it as the
-// one key RedisBloom's module type is:
+// Key commands on a filter's or a sketch's name. A structure lives in several keys (its name, a
+// hash of metadata; data keys of bits and counts, of cells, of slots, or of buckets and a heap;
+// a marker, see key_layout.h, cms_meta.h, cuckoo/cf_layout.lua and filters/topk/), and the key
+// commands must see it as the one key RedisBloom's module type is:
 //
 //   whole      DEL, UNLINK, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, RENAME, RENAMENX,
 //              MOVE, RESTORE (REPLACE removes every key of the structure it replaces),
 //              MEMORY USAGE (the sum over its keys), OBJECT IDLETIME / FREQ (its data keys'
 //              and marker's least idle time, highest frequency)
-//   answered   TYPE (MBbloom-- / CMSk-TYPE / MBbloomCF), OBJECT ENCODING (raw),
+//   answered   TYPE (MBbloom-- / CMSk-TYPE / MBbloomCF / TopK-TYPE), OBJECT ENCODING (raw),
 //              COPY (RedisBloom's "not supported for this module key"),
 //              DUMP (not supported: kDumpRefused)
 //   WRONGTYPE  every hash command (HGET, HSET, ... HSCAN), as on a module key

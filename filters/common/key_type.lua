@@ -1,8 +1,8 @@
 -- TYPE (filters/common/key_scripts.h): RedisBloom's module type names, "MBbloom--" for a Bloom
--- filter, "CMSk-TYPE" for a count-min sketch, "MBbloomCF" for a cuckoo filter; else Redis's
--- answer.
+-- filter, "CMSk-TYPE" for a count-min sketch, "MBbloomCF" for a cuckoo filter, "TopK-TYPE" for a
+-- Top-K sketch; else Redis's answer.
 --
--- KEYS[1]: the name. ARGV[1..3]: its markers (common/markers.lua); then nothing.
+-- KEYS[1]: the name. ARGV[1..4]: its markers (common/markers.lua); then nothing.
 --
 -- Returns the type as a status reply.
 

@@ -28,6 +28,7 @@ namespace bloomproxy::filters {
 struct BfConfig;
 struct CmsConfig;
 struct CfConfig;
+struct TopkConfig;
 
 // One BF.* or CMS.* command queued in a transaction.
 class QueuedSketch {
@@ -75,5 +76,8 @@ std::unique_ptr<QueuedSketch> QueueCmsCommand(const std::vector<std::string_view
 // The same for CF.* commands (filters/cuckoo/multi_cf.cc).
 std::unique_ptr<QueuedSketch> QueueCfCommand(const std::vector<std::string_view>& args,
                                              const CfConfig& config, std::string* refusal);
+// The same for TOPK.* commands (filters/topk/multi_topk.cc).
+std::unique_ptr<QueuedSketch> QueueTopkCommand(const std::vector<std::string_view>& args,
+                                               const TopkConfig& config, std::string* refusal);
 
 }  // namespace bloomproxy::filters

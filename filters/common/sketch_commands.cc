@@ -44,11 +44,18 @@ struct KeySpec {
 // info: full access (RW access update), one key.
 constexpr KeySpec kLegacyKey = {nullptr, "RW access update", 1, false, 0, 1, 0};
 
+// One entry of a command's history (Redis's commandHistory): the version and what changed.
+struct HistoryEntry {
+  const char* since;
+  const char* changes;
+};
+
 struct Docs {
   const char* summary = nullptr;  // nullptr: the command has no command info
   const char* since = nullptr;
   const char* complexity = nullptr;
   std::initializer_list<Arg> args = {};
+  std::initializer_list<HistoryEntry> history = {};
 };
 
 struct Row {
@@ -64,6 +71,7 @@ struct Row {
 constexpr SketchFamily kBloom = SketchFamily::kBloom;
 constexpr SketchFamily kCms = SketchFamily::kCms;
 constexpr SketchFamily kCuckoo = SketchFamily::kCuckoo;
+constexpr SketchFamily kTopk = SketchFamily::kTopk;
 constexpr ArgType kStr = ArgType::kString;
 constexpr ArgType kInt = ArgType::kInteger;
 constexpr ArgType kDbl = ArgType::kDouble;
@@ -86,6 +94,9 @@ constexpr const char* kBfMultiComplexity =
     "O(k * n), where k is the number of hash functions and n is the number of items";
 constexpr const char* kBfAddSummary =
     "Adds one or more items to a Bloom Filter. A filter will be created if it does not exist";
+constexpr const char* kTopkCountHistory =
+    "As of Bloom version 2.4, this command is regarded as deprecated. The count value is not a "
+    "representative of the number of appearances of an item";
 constexpr const char* kCfInsertComplexity =
     "O(n * (k + i)), where n is the number of items, k is the number of sub-filters and i is "
     "maxIterations";
@@ -223,6 +234,35 @@ const Row kRows[] = {
      {"Returns information about a Cuckoo Filter", "1.0.0", "O(1)", {kKeyArg}}},
     {"cf.debug", 2, {"readonly", "fast"}, {"read"}, kCuckoo, {Key1("RO")},
      {"Returns internal debug information about a Cuckoo Filter", "1.0.0", "O(1)", {kKeyArg}}},
+    // Top-K: key specs without notes (src/cmd_info/topk_info.c at b28c2945); TOPK.COUNT carries
+    // the one history entry of RedisBloom's command info, its deprecation.
+    {"topk.reserve", -3, {"write", "denyoom"}, {"write"}, kTopk, {Key1("RW")},
+     {"Initializes a Top-K sketch with specified parameters", "2.0.0", "O(1)",
+      {kKeyArg, {"topk", kInt},
+       {"params", kBlock, nullptr, kOptional, -1,
+        {{"width", kInt}, {"depth", kInt}, {"decay", kDbl}}}}}},
+    {"topk.add", -3, {"write", "denyoom"}, {"write"}, kTopk, {Key1("RW")},
+     {"Adds an item to a Top-k sketch. Multiple items can be added at the same time.", "2.0.0",
+      "O(n * k) where n is the number of items and k is the depth",
+      {kKeyArg, {"item", kStr, nullptr, kMultiple}}}},
+    {"topk.incrby", -4, {"write", "denyoom"}, {"write"}, kTopk, {Key1("RW")},
+     {"Increases the count of one or more items by increment", "2.0.0",
+      "O(n * k * incr) where n is the number of items, k is the depth and incr is the increment",
+      {kKeyArg, {"item_increment", kBlock, nullptr, kMultiple, -1,
+                 {{"item", kStr}, {"increment", kInt}}}}}},
+    {"topk.query", -3, {"readonly"}, {"read"}, kTopk, {Key1("RO")},
+     {"Checks whether one or more items are in a sketch", "2.0.0",
+      "O(n) where n is the number of items", {kKeyArg, {"item", kStr, nullptr, kMultiple}}}},
+    {"topk.count", -3, {"readonly"}, {"read"}, kTopk, {Key1("RO")},
+     {"Return the count for one or more items are in a sketch", "2.0.0",
+      "O(n) where n is the number of items", {kKeyArg, {"item", kStr, nullptr, kMultiple}},
+      {{"2.4.0", kTopkCountHistory}}}},
+    {"topk.list", -2, {"readonly"}, {"read"}, kTopk, {Key1("RO")},
+     {"Return the full list of items in Top-K sketch.", "2.0.0",
+      "O(k*log(k)) where k is the value of top-k",
+      {kKeyArg, {"withcount", kToken, "WITHCOUNT", kOptional}}}},
+    {"topk.info", 2, {"readonly"}, {"read"}, kTopk, {Key1("RO")},
+     {"Returns information about a sketch", "2.0.0", "O(1)", {kKeyArg}}},
 };
 // clang-format on
 
@@ -390,7 +430,8 @@ std::string EncodeDocs(const Row& r, Resp resp) {
   const bool info = d.summary != nullptr;
   std::string out;
   protocol::AppendBulk(&out, r.name);
-  protocol::AppendMapHeader(&out, info ? 6 : 2, resp);
+  const bool history = d.history.size() != 0;
+  protocol::AppendMapHeader(&out, (info ? 6 : 2) + (history ? 1 : 0), resp);
   if (info) {
     protocol::AppendBulk(&out, "summary");
     protocol::AppendBulk(&out, d.summary);
@@ -405,6 +446,16 @@ std::string EncodeDocs(const Row& r, Resp resp) {
   }
   protocol::AppendBulk(&out, "module");
   protocol::AppendBulk(&out, kModuleName);
+  if (history) {
+    // Redis 7.0's addReplyCommandHistory: a set of [since, changes] pairs.
+    protocol::AppendBulk(&out, "history");
+    protocol::AppendSetHeader(&out, static_cast<int64_t>(d.history.size()), resp);
+    for (const HistoryEntry& h : d.history) {
+      protocol::AppendArrayHeader(&out, 2);
+      protocol::AppendBulk(&out, h.since);
+      protocol::AppendBulk(&out, h.changes);
+    }
+  }
   if (info) {
     protocol::AppendBulk(&out, "arguments");
     AppendArgs(&out, d.args, resp);

@@ -1,7 +1,7 @@
-// The commands of every sketch the proxy answers (BF.*, CMS.*, CF.*), as a Redis server with
-// RedisBloom describes them: one row per command with its arity, flags, ACL categories, key specs
-// and documentation (COMMAND, COMMAND INFO, DOCS, LIST, GETKEYS), read too by the ACL compiler
-// and the dispatcher. A new sketch adds its rows here. Pure code.
+// The commands of every sketch the proxy answers (BF.*, CMS.*, CF.*, TOPK.*), as a Redis server
+// with RedisBloom describes them: one row per command with its arity, flags, ACL categories, key
+// specs and documentation (COMMAND, COMMAND INFO, DOCS, LIST, GETKEYS), read too by the ACL
+// compiler and the dispatcher. A new sketch adds its rows here. Pure code.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 namespace bloomproxy::filters {
 
 // The family a command belongs to: each is emulated or forwarded as configured (bf-mode,
-// cms-mode, cf-mode). TOPK and TDIGEST have no rows yet; their ACL categories exist already.
+// cms-mode, cf-mode, topk-mode). TDIGEST has no rows yet; its ACL category exists already.
 enum class SketchFamily : uint8_t { kBloom, kCms, kCuckoo, kTopk, kTdigest };
 
 // Which families the proxy answers itself (a bit per family).
@@ -53,8 +53,8 @@ std::string SketchCommandEntry(std::string_view name, SketchFamilies families,
                                protocol::Resp resp = protocol::Resp::k2);
 
 // COMMAND DOCS: the name (a bulk) followed by its docs map (summary, since, group "module",
-// complexity, module "bf", arguments), for one command by name (any case), or empty when it is
-// no command of `families`.
+// complexity, module "bf", history when it has one, arguments), for one command by name (any
+// case), or empty when it is no command of `families`.
 std::string SketchCommandDocs(std::string_view name, SketchFamilies families,
                               protocol::Resp resp = protocol::Resp::k2);
 // The same for every command of `families`, in table order.

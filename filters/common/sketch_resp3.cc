@@ -3,6 +3,7 @@
 #include "filters/bloom/bf_args.h"
 #include "filters/cms/cms_args.h"
 #include "filters/cuckoo/cf_args.h"
+#include "filters/topk/topk_args.h"
 #include "protocol/encoder.h"
 #include "protocol/reply_framer.h"
 
@@ -84,6 +85,55 @@ Resp3Shape CfShape(CfCommand cf) {
   }
 }
 
+Resp3Shape TopkShape(TopkCommand topk) {
+  switch (topk) {
+    case TopkCommand::kAdd:
+    case TopkCommand::kIncrBy:
+      return Resp3Shape::kTopkUpdate;
+    case TopkCommand::kQuery:
+      return Resp3Shape::kBoolArray;
+    case TopkCommand::kInfo:
+      return Resp3Shape::kTopkInfo;
+    default:
+      return Resp3Shape::kSame;
+  }
+}
+
+// TOPK.ADD / INCRBY: every null element as RESP3's null, for as many elements as the reply holds
+// (an INCRBY's reply stops after its error element, short of what its header announced).
+std::string TopkUpdateToResp3(std::string_view resp2) {
+  const size_t eol = resp2.find("\r\n");
+  if (resp2.empty() || resp2[0] != '*' || eol == std::string_view::npos) {
+    return std::string(resp2);
+  }
+  std::string out(resp2.substr(0, eol + 2));
+  std::string_view rest = resp2.substr(eol + 2);
+  while (!rest.empty()) {
+    protocol::ReplyFramer framer;
+    size_t len = 0;
+    if (framer.Next(rest, &len) != protocol::FrameStatus::kComplete) return std::string(resp2);
+    AppendValue(rest.substr(0, len), &out);
+    rest.remove_prefix(len);
+  }
+  return out;
+}
+
+// TOPK.INFO: a map whose last value, the decay, is a bulk string in RESP2 and a double in RESP3.
+std::string TopkInfoToResp3(const std::vector<std::string_view>& elements, std::string_view resp2) {
+  if (elements.size() != 8 || elements[7].empty() || elements[7][0] != '$') {
+    return std::string(resp2);
+  }
+  std::string out;
+  protocol::AppendMapHeader(&out, 4);
+  for (size_t i = 0; i < 7; ++i) out.append(elements[i]);
+  const std::string_view bulk = elements[7];
+  const size_t eol = bulk.find("\r\n");
+  out += ',';
+  out.append(bulk.substr(eol + 2, bulk.size() - eol - 4));
+  out += "\r\n";
+  return out;
+}
+
 }  // namespace
 
 Resp3Shape Resp3ShapeOf(const std::vector<std::string_view>& args) {
@@ -114,6 +164,8 @@ Resp3Shape Resp3ShapeOf(const std::vector<std::string_view>& args) {
   if (LookupCmsCommand(args[0], &cms) && cms == CmsCommand::kInfo) return Resp3Shape::kInfoMap;
   CfCommand cf;
   if (LookupCfCommand(args[0], &cf)) return CfShape(cf);
+  TopkCommand topk;
+  if (LookupTopkCommand(args[0], &topk)) return TopkShape(topk);
   return Resp3Shape::kSame;
 }
 
@@ -124,6 +176,7 @@ std::string ToResp3(Resp3Shape shape, std::string_view resp2) {
     AppendBoolOrSame(resp2, &out);
     return out;
   }
+  if (shape == Resp3Shape::kTopkUpdate) return TopkUpdateToResp3(resp2);
   std::vector<std::string_view> elements;
   if (!protocol::SplitArray(resp2, &elements)) return std::string(resp2);
   out.reserve(resp2.size() + 32);
@@ -141,6 +194,8 @@ std::string ToResp3(Resp3Shape shape, std::string_view resp2) {
       protocol::AppendArrayHeader(&out, static_cast<int64_t>(elements.size()));
       for (std::string_view e : elements) AppendValue(e, &out);
       return out;
+    case Resp3Shape::kTopkInfo:
+      return TopkInfoToResp3(elements, resp2);
     case Resp3Shape::kInfoMap:
       // Labels at even places, values at odd ones.
       if (elements.size() % 2 != 0) return std::string(resp2);

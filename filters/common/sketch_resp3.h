@@ -1,8 +1,8 @@
-// BF.*, CMS.* and CF.* replies to a RESP3 client (HELLO 3), byte for byte as RedisBloom gives them.
-// The plans and the scripts inside MULTI always make the RESP2 reply (they read every upstream
-// reply in its RESP2 form, protocol/resp3.h, whatever the connection speaks); a RESP3 client's
-// reply is that reply rewritten. RedisBloom's replies differ in three ways only (spec:
-// RedisBloom's `_ReplyMap`, `RedisModule_ReplyWithBool`):
+// BF.*, CMS.*, CF.* and TOPK.* replies to a RESP3 client (HELLO 3), byte for byte as RedisBloom
+// gives them. The plans and the scripts inside MULTI always make the RESP2 reply (they read every
+// upstream reply in its RESP2 form, protocol/resp3.h, whatever the connection speaks); a RESP3
+// client's reply is that reply rewritten. RedisBloom's replies differ in these ways only (spec:
+// RedisBloom's `_ReplyMap`, `RedisModule_ReplyWithBool`, `RedisModule_ReplyWithDouble`):
 //
 //   shape          commands                           RESP2                  RESP3
 //   kBool          BF.ADD, BF.EXISTS, CF.ADD,         :1 / :0                #t / #f
@@ -14,6 +14,11 @@
 //                  CF.INFO key
 //   kBfInfo<Field> BF.INFO key FIELD                  *1 value               %1 +Label value
 //   kNullInArray   CF.SCANDUMP (its end)              *2 :0 $-1              *2 :0 _
+//   kTopkUpdate    TOPK.ADD, TOPK.INCRBY              *n $-1 $1 a            *n _ $1 a
+//                  (INCRBY's reply may stop short after its error element: converted as far
+//                  as it goes)
+//   kBoolArray     TOPK.QUERY                         *n :1 :0               *n #t #f
+//   kTopkInfo      TOPK.INFO key                      *8 ... +decay $19 0.9… %4 ... +decay ,0.9…
 //
 // and a null value (BF.INFO's expansion of a NONSCALING filter) is `$-1` in RESP2, `_` in RESP3.
 // CF.INSERTNX's 1 / 0 / -1 stay integers in RESP3, as RedisBloom sends them.
@@ -43,6 +48,8 @@ enum class Resp3Shape : uint8_t {
   kBfInfoExpansion,  // "Expansion rate"
   kCfInsert,
   kNullInArray,
+  kTopkUpdate,
+  kTopkInfo,
 };
 
 // The shape of the reply to sketch command `args` (args[0] is the name, any case). kSame for

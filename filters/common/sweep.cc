@@ -17,9 +17,12 @@ constexpr std::string_view kBfMarker = ":bf:m:";
 constexpr std::string_view kCmsMarker = ":cms:m:";
 constexpr std::string_view kCf = ":cf:";
 constexpr std::string_view kCfMarker = ":cf:m:";
+constexpr std::string_view kTk = ":tk:";
+constexpr std::string_view kTkMarker = ":tk:m:";
 constexpr std::string_view kFilterMark = "bloomproxy";  // bf_meta.h kMarkerField
 constexpr std::string_view kSketchMark = "cms";         // cms_meta.h
 constexpr std::string_view kCuckooMark = "cf";          // cuckoo/cf_layout.lua
+constexpr std::string_view kTopkMark = "tk";            // filters/topk/
 constexpr size_t kIdLength = 16;
 
 bool HasTag(std::string_view s) {
@@ -62,6 +65,22 @@ bool ParseCuckooSuffix(std::string_view s, std::string_view* id) {
   if (s.size() <= kIdLength + 1 || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
       s[kIdLength] != ':' || !protocol::SplitAt(s.substr(kIdLength + 1), '.', &sub, &key) ||
       !protocol::IsKeyNumber(sub) || !protocol::IsKeyNumber(key)) {
+    return false;
+  }
+  *id = s.substr(0, kIdLength);
+  return true;
+}
+
+// What follows "P:tk:": "H:b.D" (a Top-K sketch's bucket shard), "H:h" (its heap) or "H:i" (its
+// heap's items).
+bool ParseTopkSuffix(std::string_view s, std::string_view* id) {
+  if (s.size() <= kIdLength + 1 || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
+      s[kIdLength] != ':') {
+    return false;
+  }
+  const std::string_view rest = s.substr(kIdLength + 1);
+  if (rest != "h" && rest != "i" &&
+      (rest.substr(0, 2) != "b." || !protocol::IsKeyNumber(rest.substr(2)))) {
     return false;
   }
   *id = s.substr(0, kIdLength);
@@ -111,6 +130,15 @@ bool AddDataOwners(std::string_view key, SweepKey* out) {
       out->owners.push_back({std::move(name), kCuckooMark, std::string(id), ""});
     }
   }
+  // A Top-K sketch's keys belong to the sketch of their id (its shards never change).
+  at = key.rfind(kTk);
+  if (at != std::string_view::npos && ParseTopkSuffix(key.substr(at + kTk.size()), &id) &&
+      HasTag(key.substr(0, at))) {
+    found = true;
+    for (std::string& name : PrefixOwners(key.substr(0, at))) {
+      out->owners.push_back({std::move(name), kTopkMark, std::string(id), ""});
+    }
+  }
   return found;
 }
 
@@ -158,7 +186,8 @@ bool ParseSweepKey(std::string_view key, SweepKey* out) {
   const bool bf_marker = AddMarkerOwners(key, kBfMarker, kFilterMark, out);
   const bool cms_marker = AddMarkerOwners(key, kCmsMarker, kSketchMark, out);
   const bool cf_marker = AddMarkerOwners(key, kCfMarker, kCuckooMark, out);
-  return data || bf_marker || cms_marker || cf_marker;
+  const bool tk_marker = AddMarkerOwners(key, kTkMarker, kTopkMark, out);
+  return data || bf_marker || cms_marker || cf_marker || tk_marker;
 }
 
 std::string_view SweepScript() { return lua::kSweep.body; }
@@ -265,7 +294,10 @@ SweepTrace RecogniseSweep(const std::vector<std::string>& args) {
   }
   if (IsCommandName(name, "scan")) {
     for (size_t i = 2; i + 1 < args.size(); i += 2) {
-      if (IsCommandName(args[i], "match") && args[i + 1] == kSweepMatch) return SweepTrace::kPass;
+      if (IsCommandName(args[i], "match") &&
+          (args[i + 1] == kSweepMatch || args[i + 1] == kSweepMatchBeforeTopk)) {
+        return SweepTrace::kPass;
+      }
     }
   }
   return SweepTrace::kNone;

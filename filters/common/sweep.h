@@ -9,8 +9,10 @@
 //                         bloomproxy "1") whose id is <id> and that has link l2
 //   {users}:cms:<id>:0    owners: the same names, if a sketch (cms "1") with id <id>
 //   {users}:cf:<id>:1.0   owners: the same names, if a cuckoo filter (cf "1") with id <id>
+//   {users}:tk:<id>:b.0   owners: the same names, if a Top-K sketch (tk "1") with id <id> (also
+//   {users}:tk:<id>:h     its heap :h and its heap's items :i)
 //   {users}:bf:m:users    owner: "users", if it is a filter (a sketch for :cms:m:, a cuckoo
-//                         filter for :cf:m:)
+//                         filter for :cf:m:, a Top-K sketch for :tk:m:)
 //   {users}:bf:<id>:w7    (a windowed filter's slot 7) owners: "users" and "{users}", each if it
 //                         is a windowed filter (a filter with the field window) whose id is <id>
 //   {users}:bf:<id>:w7:bf:<sid>:0.0   (a slot's data key: its prefix is the slot's name) owner:
@@ -31,10 +33,12 @@
 
 namespace bloomproxy::filters {
 
-// SCAN's MATCH for the sweep: every internal key (":bf:", ":cms:" and ":cf:" are the only infixes,
-// protocol/internal_keys.h) in one iteration instead of two; the few other keys it lets through
-// are told apart by ParseSweepKey.
-inline constexpr std::string_view kSweepMatch = "*:[bc][fm]*:*";
+// SCAN's MATCH for the sweep: every internal key (":bf:", ":cms:", ":cf:" and ":tk:" are the only
+// infixes, protocol/internal_keys.h) in one iteration instead of several; the few other keys it
+// lets through are told apart by ParseSweepKey. kSweepMatchBeforeTopk is what proxies without
+// Top-K sketches send (RecogniseSweep knows both, for a MONITOR during an upgrade).
+inline constexpr std::string_view kSweepMatch = "*:[bct][fkm]*:*";
+inline constexpr std::string_view kSweepMatchBeforeTopk = "*:[bc][fm]*:*";
 
 // One possible owner of an internal key: `name` owns it when it is a hash whose field `mark`
 // is "1" (bloomproxy: a filter; cms: a sketch), whose field id is `id` (any when empty) and

@@ -141,21 +141,9 @@ CfCall CfCheckCall(const std::vector<std::string_view>& items, bool count) {
 
 void AppendCfCall(std::string* out, std::string_view name, const CfCall& call, bool body,
                   protocol::UpstreamKind upstream) {
-  const bool ro = call.read_only && upstream != protocol::UpstreamKind::kShardingProxy;
   const std::string prefix = DataKeyPrefix(name);
-  const std::string marker = CfMarkerKey(prefix, name);
-  std::vector<std::string_view> args;
-  args.reserve(6 + call.argv.size());
-  if (body) {
-    args.push_back(ro ? "EVAL_RO" : "EVAL");
-    args.push_back(call.script->body);
-  } else {
-    args.push_back(ro ? "EVALSHA_RO" : "EVALSHA");
-    args.push_back(call.script->sha1);
-  }
-  args.insert(args.end(), {"1", name, marker, prefix});
-  for (const std::string& a : call.argv) args.push_back(a);
-  protocol::AppendCommand(out, args);
+  AppendStructureScript(out, *call.script, call.read_only, body, upstream, name,
+                        CfMarkerKey(prefix, name), prefix, call.argv);
 }
 
 }  // namespace bloomproxy::filters

@@ -50,6 +50,8 @@ uint32_t DecayLoop(TopkBucket* bucket, uint32_t fp, uint32_t n, const TopkDecayT
 
 uint32_t TopkFingerprint(std::string_view item) { return Hash(item, kTopkFingerprintSeed); }
 
+uint32_t TopkRowHash(std::string_view item, uint32_t row) { return Hash(item, row); }
+
 uint64_t TopkBucketIndex(std::string_view item, uint32_t width, uint32_t row) {
   // The row start is a uint32 product in RedisBloom; only the product wraps, not the sum.
   const uint32_t row_start = row * width;

@@ -56,6 +56,9 @@ struct TopkParams {
 // MurmurHash2(item, seed 1919).
 uint32_t TopkFingerprint(std::string_view item);
 
+// MurmurHash2(item, seed row): the hash whose remainder modulo the width is row `row`'s column.
+uint32_t TopkRowHash(std::string_view item, uint32_t row);
+
 // The bucket index of `item` in row `row`: (uint32)(row * width) + MurmurHash2(item, row) % width.
 // width >= 1.
 uint64_t TopkBucketIndex(std::string_view item, uint32_t width, uint32_t row);

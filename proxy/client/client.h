@@ -509,6 +509,9 @@ class Client {
   // cf_commands.cc: CF.* (filters/cuckoo/cf_plan.h), and the batch a CF command joins.
   Dispatched HandleCfCommand(const protocol::Command& cmd);
   bool CfBatchKindOf(const protocol::Command& cmd, BatchKind* kind) const;
+  // topk_commands.cc: TOPK.* (filters/topk/topk_plan.h), and the batch TOPK.ADD / INCRBY join.
+  Dispatched HandleTopkCommand(const protocol::Command& cmd);
+  bool TopkBatchKindOf(const protocol::Command& cmd, BatchKind* kind) const;
   // A BF.* command on a key a bf-layout rule names (filters/guava/guava_plan.h).
   Dispatched StartLayoutPlan(const filters::BfRequest& request, const filters::LayoutRule& rule,
                              std::string deferred_error, bool writes);

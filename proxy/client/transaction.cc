@@ -134,6 +134,11 @@ bool Client::QueueSketch(const Command& cmd, QueuedEntry* entry) {
     case filters::SketchFamily::kBloom:
       sketch = filters::QueueBfCommand(cmd.args, server_->bf_config(), &refusal);
       break;
+    case filters::SketchFamily::kTopk:
+      sketch = filters::QueueTopkCommand(cmd.args, server_->topk_config(), &refusal);
+      break;
+    case filters::SketchFamily::kTdigest:
+      return true;  // not emulated (yet): queued as it is
   }
   if (sketch == nullptr) {
     Refuse(refusal);

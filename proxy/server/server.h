@@ -14,6 +14,7 @@
 #include "filters/bloom/bf_plan.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/cuckoo/cf_plan.h"
+#include "filters/topk/topk_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/client/acl.h"
 #include "proxy/client/local_latency.h"
@@ -120,16 +121,18 @@ class Server {
   // Whether clients see the one-node cluster (INFO's cluster_enabled:1, CLUSTER SLOTS and
   // friends answered here): always with a Redis Cluster upstream, else only with cluster-view.
   bool cluster_view() const;
-  // BF.* emulation: on unless bf-mode is forward; CMS.* and CF.* the same with cms-mode and
-  // cf-mode.
+  // BF.* emulation: on unless bf-mode is forward; CMS.*, CF.* and TOPK.* the same with
+  // cms-mode, cf-mode and topk-mode.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
   bool cms_emulate() const { return options_.cms_mode == conf::BfMode::kEmulate; }
   bool cf_emulate() const { return options_.cf_mode == conf::BfMode::kEmulate; }
+  bool topk_emulate() const { return options_.topk_mode == conf::BfMode::kEmulate; }
   // The sketch families the proxy answers itself.
   filters::SketchFamilies emulated() const {
     return (bf_emulate() ? filters::FamilyBit(filters::SketchFamily::kBloom) : 0) |
            (cms_emulate() ? filters::FamilyBit(filters::SketchFamily::kCms) : 0) |
-           (cf_emulate() ? filters::FamilyBit(filters::SketchFamily::kCuckoo) : 0);
+           (cf_emulate() ? filters::FamilyBit(filters::SketchFamily::kCuckoo) : 0) |
+           (topk_emulate() ? filters::FamilyBit(filters::SketchFamily::kTopk) : 0);
   }
   bool emulates(filters::SketchFamily f) const { return (emulated() & filters::FamilyBit(f)) != 0; }
   // The TLS context of upstream connections; null without upstream-tls.
@@ -144,6 +147,8 @@ class Server {
   filters::CmsCache& cms_cache() { return cms_cache_; }
   const filters::CfConfig& cf_config() const { return cf_config_; }
   filters::CfCache& cf_cache() { return cf_cache_; }
+  const filters::TopkConfig& topk_config() const { return topk_config_; }
+  filters::TopkCache& topk_cache() { return topk_cache_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -240,6 +245,8 @@ class Server {
   filters::CmsCache cms_cache_;
   filters::CfConfig cf_config_;
   filters::CfCache cf_cache_;
+  filters::TopkConfig topk_config_;
+  filters::TopkCache topk_cache_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;

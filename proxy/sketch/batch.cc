@@ -18,6 +18,7 @@
 #include "filters/bloom/window/window_rules.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/cuckoo/cf_plan.h"
+#include "filters/topk/topk_plan.h"
 #include "protocol/key_slot.h"
 #include "proxy/server/server.h"
 #include "proxy/sketch/plan_runner.h"
@@ -112,6 +113,9 @@ std::unique_ptr<filters::Plan> Server::HeldBatchPlan(SketchBatch* b) {
     case BatchKind::kCfExists:
       return filters::MakeCfCheckBatchPlan(b->key, std::move(b->items), std::move(b->members),
                                            &cf_cache_, &cf_config_);
+    case BatchKind::kTopkAdd:
+      return filters::MakeTopkAddBatchPlan(b->key, std::move(b->items), std::move(b->increments),
+                                           std::move(b->members), &topk_cache_, &topk_config_);
     default: {
       const filters::CmsCommand command = b->kind == BatchKind::kCmsIncrBy
                                               ? filters::CmsCommand::kIncrBy

@@ -22,6 +22,7 @@ enum class BatchKind : uint8_t {
   kCmsQuery,   // CMS.QUERY
   kCfAdd,      // CF.ADD / CF.ADDNX
   kCfExists,   // CF.EXISTS / CF.MEXISTS
+  kTopkAdd,    // TOPK.ADD / TOPK.INCRBY
 };
 
 // Commands of one kind on one filter or sketch, gathered during one loop turn from any number of
@@ -33,7 +34,7 @@ struct SketchBatch {
   UpstreamRef conn;      // may close (and be freed) before the batch goes upstream
   uint64_t conn_id = 0;  // conn's id(): a freed connection's address may be reused
   std::vector<std::string> items;
-  std::vector<uint64_t> increments;  // CMS.INCRBY: one per item
+  std::vector<uint64_t> increments;  // CMS.INCRBY, TOPK.ADD / INCRBY: one per item
   std::vector<filters::PlanMember> members;
   std::vector<Pending*> slots;  // one per member
 

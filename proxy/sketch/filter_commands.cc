@@ -80,6 +80,7 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
   }
   if (family == filters::SketchFamily::kCms) return HandleCmsCommand(cmd);
   if (family == filters::SketchFamily::kCuckoo) return HandleCfCommand(cmd);
+  if (family == filters::SketchFamily::kTopk) return HandleTopkCommand(cmd);
   BfCommand bf;
   if (filters::LookupBfCommand(cmd.args[0], &bf)) {
     filters::BfRequest request;
@@ -201,6 +202,7 @@ bool Client::RewriteKeyCommand(const Command& cmd, std::string* request) {
     server_->filter_cache().Erase(name);
     server_->cms_cache().Erase(name);
     server_->cf_cache().Erase(name);
+    server_->topk_cache().Erase(name);
   }
   return true;
 }
@@ -227,7 +229,8 @@ bool Client::BatchKindOf(const Command& cmd, BatchKind* kind) const {
     *kind = cms == filters::CmsCommand::kIncrBy ? BatchKind::kCmsIncrBy : BatchKind::kCmsQuery;
     return cms == filters::CmsCommand::kIncrBy || cms == filters::CmsCommand::kQuery;
   }
-  return server_->cf_emulate() && CfBatchKindOf(cmd, kind);
+  if (server_->cf_emulate() && CfBatchKindOf(cmd, kind)) return true;
+  return server_->emulates(filters::SketchFamily::kTopk) && TopkBatchKindOf(cmd, kind);
 }
 
 UpstreamConn* Client::PlanConnection(std::string_view key, bool writes, Dispatched* result) {
@@ -256,8 +259,8 @@ Client::Dispatched Client::JoinAnyBatch(BatchKind kind, std::string_view key,
                                         const std::vector<std::string_view>& items,
                                         const std::vector<uint64_t>& increments, bool multi,
                                         bool nx) {
-  const bool writes =
-      kind == BatchKind::kBfAdd || kind == BatchKind::kCmsIncrBy || kind == BatchKind::kCfAdd;
+  const bool writes = kind == BatchKind::kBfAdd || kind == BatchKind::kCmsIncrBy ||
+                      kind == BatchKind::kCfAdd || kind == BatchKind::kTopkAdd;
   Dispatched result = Dispatched::kDone;
   UpstreamConn* target = PlanConnection(key, writes, &result);
   if (target == nullptr) return result;

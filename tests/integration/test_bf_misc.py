@@ -14,6 +14,8 @@ from bp_helpers import compare_with_redis, encode_command as cmd, parse_resp, re
 
 CMS_COMMANDS = ("cms.initbydim", "cms.initbyprob", "cms.incrby", "cms.query", "cms.merge",
                 "cms.info")
+TOPK_COMMANDS = ("topk.reserve", "topk.add", "topk.incrby", "topk.query", "topk.count",
+                 "topk.list", "topk.info")
 
 
 def command_entries(port):
@@ -24,7 +26,7 @@ def command_entries(port):
 def test_command_lists_bf_commands(bp, redis_instance):
     via_proxy = command_entries(bp.port)
     direct = command_entries(redis_instance.port)
-    bf_names = {n.encode() for n in BF_COMMANDS + CMS_COMMANDS + CF_COMMANDS}
+    bf_names = {n.encode() for n in BF_COMMANDS + CMS_COMMANDS + CF_COMMANDS + TOPK_COMMANDS}
     assert not bf_names & set(direct)
     assert set(via_proxy) == set(direct) | bf_names, sorted(set(via_proxy) ^ set(direct))
     for name, entry in direct.items():

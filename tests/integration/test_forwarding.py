@@ -72,12 +72,15 @@ BF_NAMES = tuple(name.encode() for name in BF_COMMAND_NAMES)
 CMS_NAMES = (b"cms.initbydim", b"cms.initbyprob", b"cms.incrby", b"cms.query", b"cms.merge",
              b"cms.info")
 CF_NAMES = tuple(name.encode() for name in CF_COMMANDS)
-BF_COMMANDS = len(BF_NAMES) + len(CMS_NAMES) + len(CF_NAMES)
+TOPK_NAMES = (b"topk.reserve", b"topk.add", b"topk.incrby", b"topk.query", b"topk.count",
+              b"topk.list", b"topk.info")
+BF_COMMANDS = len(BF_NAMES) + len(CMS_NAMES) + len(CF_NAMES) + len(TOPK_NAMES)
 
 
 def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
-    """The upstream's COMMAND table, byte for byte, followed by the BF.*, CMS.* and CF.* entries
-    the proxy answers itself (bf-mode, cms-mode and cf-mode emulate, the default)."""
+    """The upstream's COMMAND table, byte for byte, followed by the BF.*, CMS.*, CF.* and TOPK.*
+    entries the proxy answers itself (bf-mode, cms-mode, cf-mode and topk-mode emulate, the
+    default)."""
     (direct,) = replies_of(redis_instance.port, cmd("COMMAND"), 1)
     (via_proxy,) = replies_of(bp.port, cmd("COMMAND"), 1)
     header_end = direct.index(b"\r\n") + 2
@@ -86,7 +89,7 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
     assert via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)):].startswith(
         direct[header_end:])
     extra = via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)) + len(direct) - header_end:]
-    for name in BF_NAMES + CMS_NAMES + CF_NAMES:
+    for name in BF_NAMES + CMS_NAMES + CF_NAMES + TOPK_NAMES:
         assert b"$%d\r\n%s\r\n" % (len(name), name) in extra
     (count,) = replies_of(bp.port, cmd("COMMAND", "COUNT"), 1)
     assert count == b":%d\r\n" % (upstream_count + BF_COMMANDS)
@@ -95,16 +98,21 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
 
 
 def test_command_table_is_upstreams_in_forward_mode(proxy, redis_instance):
-    p = proxy("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward")
+    p = proxy("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward",
+              "--topk-mode", "forward")
     for payload in (cmd("COMMAND"), cmd("COMMAND", "COUNT"), cmd("COMMAND", "DOCS", "get")):
         assert replies_of(p.port, payload, 1) == replies_of(redis_instance.port, payload, 1)
 
 
 def test_command_table_adds_only_the_emulated_family(proxy, redis_instance):
     (direct,) = replies_of(redis_instance.port, cmd("COMMAND", "COUNT"), 1)
-    for args, names, absent in ((("--bf-mode", "forward"), CMS_NAMES + CF_NAMES, BF_NAMES),
-                                (("--cms-mode", "forward"), BF_NAMES + CF_NAMES, CMS_NAMES),
-                                (("--cf-mode", "forward"), BF_NAMES + CMS_NAMES, CF_NAMES)):
+    for args, names, absent in (
+            (("--bf-mode", "forward"), CMS_NAMES + CF_NAMES + TOPK_NAMES, BF_NAMES),
+            (("--cms-mode", "forward"), BF_NAMES + CF_NAMES + TOPK_NAMES, CMS_NAMES),
+            (("--cf-mode", "forward"), BF_NAMES + CMS_NAMES + TOPK_NAMES, CF_NAMES),
+            (("--topk-mode", "forward"), BF_NAMES + CMS_NAMES + CF_NAMES, TOPK_NAMES),
+            (("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward"),
+             TOPK_NAMES, BF_NAMES + CMS_NAMES + CF_NAMES)):
         p = proxy(*args)
         (count,) = replies_of(p.port, cmd("COMMAND", "COUNT"), 1)
         assert int(count[1:-2]) == int(direct[1:-2]) + len(names), args
@@ -113,6 +121,50 @@ def test_command_table_adds_only_the_emulated_family(proxy, redis_instance):
             assert b"$%d\r\n%s\r\n" % (len(name), name) in table, (args, name)
         for name in absent:
             assert b"$%d\r\n%s\r\n" % (len(name), name) not in table, (args, name)
+
+
+# Every TOPK command with right and wrong arities, any case, binary items; a RESERVE that would
+# be refused and one that would not. Through a proxy with topk-mode forward each reaches the
+# upstream as it is, so a plain redis-server answers each with its own unknown-command error.
+TOPK_FORWARDED = (
+    ("TOPK.RESERVE", "tk", "3"), ("topk.reserve", "tk", "3", "50", "4", "0.9"),
+    ("TOPK.RESERVE", "tk", "0"), ("TOPK.RESERVE",), ("TOPK.ADD", "tk", "a", b"\x00b", ""),
+    ("TopK.Add", "tk"), ("TOPK.INCRBY", "tk", "a", "5", "b", "100000"),
+    ("TOPK.INCRBY", "tk", "a", "x"), ("TOPK.QUERY", "tk", "a", "nosuch"), ("TOPK.COUNT", "tk", "a"),
+    ("TOPK.LIST", "tk"), ("TOPK.LIST", "tk", "WITHCOUNT"), ("TOPK.LIST", "tk", "w", "extra"),
+    ("TOPK.INFO", "tk"), ("TOPK.INFO", "tk", "x"), ("TOPK.NOSUCH", "tk"),
+    ("SET", "tk:plain", "v"), ("TYPE", "tk"), ("EXISTS", "tk"), ("DBSIZE",),
+)
+
+
+def test_topk_mode_forward_passes_topk_untouched(proxy, redis_instance):
+    """topk-mode forward: TOPK.* go to the upstream byte for byte and its replies come back
+    byte for byte; against a plain Redis that is Redis's unknown-command error (with the name
+    as sent and the first arguments), and no key appears. The other families stay emulated."""
+    p = proxy("--topk-mode", "forward")
+    payload = b"".join(cmd(*a) for a in TOPK_FORWARDED)
+    replies = compare_with_redis(p.port, redis_instance, payload, len(TOPK_FORWARDED))
+    assert replies[0] == (b"-ERR unknown command 'TOPK.RESERVE', with args beginning with: "
+                          b"'tk' '3' \r\n")
+    assert replies[5] == b"-ERR unknown command 'TopK.Add', with args beginning with: 'tk' \r\n"
+    assert replies[3] == b"-ERR unknown command 'TOPK.RESERVE', with args beginning with: \r\n"
+    assert all(r.startswith(b"-ERR unknown command") for r in replies[:16])
+    assert replies[16:] == [b"+OK\r\n", b"+none\r\n", b":0\r\n", b":1\r\n"]
+    # Inside MULTI, queued as they are: Redis refuses the unknown command and EXEC aborts.
+    transaction = [("MULTI",), ("TOPK.ADD", "tk", "a"), ("SET", "tk:x", "1"), ("EXEC",),
+                   ("EXISTS", "tk:x")]
+    payload = b"".join(cmd(*a) for a in transaction)
+    replies = compare_with_redis(p.port, redis_instance, payload, len(transaction))
+    assert replies[3].startswith(b"-EXECABORT")
+    # The proxy still answers the emulated families, and the module face leaves TOPK.* out.
+    with p.raw() as c:
+        assert c.command("CMS.INITBYDIM", "c", "10", "2") == b"OK"
+        assert c.command("BF.ADD", "f", "a") == 1
+        c.send(cmd("COMMAND", "INFO", "TOPK.ADD", "CMS.QUERY"))
+        reply = c.read_reply()
+        assert reply[0] is None and reply[1][0] == b"cms.query"
+        c.send(cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "topk"))
+        assert c.read_reply() == []
 
 
 def test_inline_commands_byte_exact(bp, redis_instance):

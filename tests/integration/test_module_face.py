@@ -18,7 +18,11 @@ SKETCH_NAMES = [b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists"
                 b"cms.info", b"cf.reserve", b"cf.add", b"cf.addnx", b"cf.insert", b"cf.insertnx",
                 b"cf.exists", b"cf.mexists", b"cf.count", b"cf.del", b"cf.compact", b"cf.scandump",
                 b"cf.loadchunk", b"cf.info", b"cf.debug"]
-FORWARD_ALL = ("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward")
+TOPK_NAMES = [b"topk.reserve", b"topk.add", b"topk.incrby", b"topk.query", b"topk.count",
+              b"topk.list", b"topk.info"]
+SKETCH_NAMES += TOPK_NAMES
+FORWARD_ALL = ("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward",
+               "--topk-mode", "forward")
 
 
 def one(port, *args):
@@ -76,13 +80,16 @@ def test_forwarded_families_pass_the_upstreams_answers(proxy, redis_instance):
         ("MODULE", "LIST"), ("INFO", "modules"), ("COMMAND", "COUNT"),
         ("COMMAND", "LIST", "FILTERBY", "MODULE", "bf"), ("COMMAND", "INFO", "bf.add", "get"),
         ("COMMAND", "DOCS", "bf.add", "get"), ("COMMAND", "GETKEYS", "BF.ADD", "k", "v"),
-        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "bloom")))
-    compare_with_redis(p.port, redis_instance, payload, 8)
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "bloom"), ("COMMAND", "INFO", "topk.add"),
+        ("COMMAND", "DOCS", "topk.count"), ("COMMAND", "GETKEYS", "TOPK.ADD", "k", "v"),
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "topk")))
+    compare_with_redis(p.port, redis_instance, payload, 12)
     with p.raw() as c:
         assert c.command("HELLO", "2")[-1] == []
     for payload in (cmd("COMMAND"), cmd("COMMAND", "DOCS"), cmd("INFO", "everything")):
         (via_proxy,) = replies_of(p.port, payload, 1, timeout=20)
         assert b"bf.add" not in via_proxy and b"module:name=bf" not in via_proxy
+        assert b"topk.add" not in via_proxy
 
 
 # --- COMMAND INFO, COMMAND, COUNT
@@ -141,6 +148,46 @@ def test_redis_py_command_info(bp):
     assert info["cms.query"]["first_key_pos"] == 1
     assert set(info["cms.query"]["flags"]) == {"readonly", "module"}
     assert set(info["bf.add"]["flags"]) == {"write", "denyoom", "module"}
+    assert info["topk.incrby"]["arity"] == -4
+    assert set(info["topk.count"]["flags"]) == {"readonly", "module"}
+
+
+# TOPK.*: as RedisBloom (master b28c2945 on Redis 7.0.15) reports them (topk-commands.md):
+# arity, flags, first/last/step 1/1/1, one key spec without notes (RW for the writes, RO for the
+# reads), and the categories RedisBloom sets on Redis 7.4 (@write or @read, and @topk).
+TOPK_INFO = {b"topk.reserve": (-3, True), b"topk.add": (-3, True), b"topk.incrby": (-4, True),
+             b"topk.query": (-3, False), b"topk.count": (-3, False), b"topk.list": (-2, False),
+             b"topk.info": (2, False)}
+
+TOPK_ADD_INFO = (
+    b"*1\r\n*10\r\n$8\r\ntopk.add\r\n:-3\r\n*3\r\n+write\r\n+denyoom\r\n+module\r\n"
+    b":1\r\n:1\r\n:1\r\n*2\r\n+@write\r\n+@topk\r\n*0\r\n"
+    b"*1\r\n*6\r\n$5\r\nflags\r\n*1\r\n+RW\r\n"
+    b"$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n"
+    b":1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n"
+    b"$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n")
+
+
+def test_command_info_topk(bp, redis_instance):
+    assert one(bp.port, "COMMAND", "INFO", "TOPK.ADD") == TOPK_ADD_INFO
+    get = parse_resp(one(redis_instance.port, "COMMAND", "INFO", "get"))[0][0]
+    reply = parse_resp(one(bp.port, "COMMAND", "INFO", *TOPK_INFO))[0]
+    assert [e[0] for e in reply] == list(TOPK_INFO)
+    for entry in reply:
+        arity, writes = TOPK_INFO[entry[0]]
+        flags = [b"write", b"denyoom", b"module"] if writes else [b"readonly", b"module"]
+        cats = [b"@write" if writes else b"@read", b"@topk"]
+        assert entry[1:8] == [arity, flags, 1, 1, 1, cats, []], entry[0]
+        (spec,) = entry[8]
+        assert spec[:2] == [b"flags", [b"RW" if writes else b"RO"]], entry[0]
+        assert spec[2:] == get[8][0][2:]  # begin_search index 1, find_keys range 0 1 0: GET's
+        assert entry[9] == []
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        reply = c.call("COMMAND", "INFO", "topk.list")
+        assert reply.startswith(b"*1\r\n*10\r\n$9\r\ntopk.list\r\n:-2\r\n~2\r\n+readonly\r\n"
+                                b"+module\r\n:1\r\n:1\r\n:1\r\n~2\r\n+@read\r\n+@topk\r\n"
+                                b"~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n")
 
 
 # --- COMMAND LIST
@@ -158,11 +205,17 @@ def test_command_list_filters(bp, redis_instance):
                                                           if n.startswith(b"cms.")}
     assert names(bp.port, "FILTERBY", "ACLCAT", "cuckoo") == {n for n in SKETCH_NAMES
                                                              if n.startswith(b"cf.")}
+    assert names(bp.port, "FILTERBY", "ACLCAT", "topk") == set(TOPK_NAMES)
     reads = names(redis_instance.port, "FILTERBY", "ACLCAT", "read")
     assert names(bp.port, "FILTERBY", "ACLCAT", "read") == reads | {
         b"bf.exists", b"bf.mexists", b"bf.info", b"bf.card", b"bf.debug", b"bf.scandump",
         b"cms.query", b"cms.info", b"cf.exists", b"cf.mexists", b"cf.count", b"cf.compact",
-        b"cf.scandump", b"cf.info", b"cf.debug"}
+        b"cf.scandump", b"cf.info", b"cf.debug", b"topk.query", b"topk.count", b"topk.list",
+        b"topk.info"}
+    writes = names(redis_instance.port, "FILTERBY", "ACLCAT", "write")
+    assert names(bp.port, "FILTERBY", "ACLCAT", "write") - writes >= {
+        b"topk.reserve", b"topk.add", b"topk.incrby"}
+    assert names(bp.port, "FILTERBY", "PATTERN", "topk.*") == set(TOPK_NAMES)
     assert names(bp.port, "FILTERBY", "PATTERN", "BF.*ADD") == {b"bf.add", b"bf.madd"}
     assert names(bp.port, "FILTERBY", "PATTERN", "get*") == names(
         redis_instance.port, "FILTERBY", "PATTERN", "get*")
@@ -224,6 +277,48 @@ def test_command_docs_all(bp, redis_instance):
                               b"$4\r\ntype\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n")
 
 
+def test_command_docs_topk(bp, redis_instance):
+    """TOPK.* docs from RedisBloom's command info; TOPK.COUNT's history (its deprecation) laid
+    out as Redis 7.0 lays out SET's: after the module, a set of [since, changes] pairs."""
+    docs = parse_resp(one(bp.port, "COMMAND", "DOCS", *TOPK_NAMES))[0]
+    assert docs[0::2] == TOPK_NAMES
+    by_name = dict(zip(docs[0::2], docs[1::2]))
+    for name, d in by_name.items():
+        assert d[0:6] == [b"summary", d[1], b"since", b"2.0.0", b"group", b"module"], name
+        assert d[6] == b"complexity" and d[8:10] == [b"module", b"bf"], name
+        assert d[-2] == b"arguments" and d[-1][0] == [b"name", b"key", b"type", b"key",
+                                                       b"key_spec_index", 0], name
+    count = by_name[b"topk.count"]
+    assert count[0::2] == [b"summary", b"since", b"group", b"complexity", b"module", b"history",
+                           b"arguments"]
+    assert count[11] == [[b"2.4.0", b"As of Bloom version 2.4, this command is regarded as "
+                          b"deprecated. The count value is not a representative of the number "
+                          b"of appearances of an item"]]
+    assert [len(d) for d in by_name.values()].count(12) == 6  # the others have no history
+    assert by_name[b"topk.reserve"][11][1:] == [
+        [b"name", b"topk", b"type", b"integer"],
+        [b"name", b"params", b"type", b"block", b"flags", [b"optional"], b"arguments",
+         [[b"name", b"width", b"type", b"integer"], [b"name", b"depth", b"type", b"integer"],
+          [b"name", b"decay", b"type", b"double"]]]]
+    assert by_name[b"topk.incrby"][11][1] == [
+        b"name", b"item_increment", b"type", b"block", b"flags", [b"multiple"], b"arguments",
+        [[b"name", b"item", b"type", b"string"], [b"name", b"increment", b"type", b"integer"]]]
+    assert by_name[b"topk.list"][11][1] == [b"name", b"withcount", b"type", b"pure-token",
+                                            b"token", b"WITHCOUNT", b"flags", [b"optional"]]
+    # SET's history on the same server: where it sits and its element shape.
+    set_docs = parse_resp(one(redis_instance.port, "COMMAND", "DOCS", "set"))[0][1]
+    assert set_docs[set_docs.index(b"history") + 2] == b"arguments"
+    assert all(len(h) == 2 for h in set_docs[set_docs.index(b"history") + 1])
+    with Resp3Conn(redis_instance.port) as c:
+        c.hello(3)
+        assert b"$7\r\nhistory\r\n~4\r\n*2\r\n$6\r\n2.6.12\r\n" in c.call("COMMAND", "DOCS", "set")
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        reply = c.call("COMMAND", "DOCS", "topk.count")
+        assert reply.startswith(b"%1\r\n$10\r\ntopk.count\r\n%7\r\n")
+        assert b"$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n2.4.0\r\n" in reply
+
+
 # --- COMMAND GETKEYS
 
 
@@ -260,6 +355,28 @@ def test_getkeys_of_sketch_commands(bp, proxy, redis_instance):
     compare_with_redis(forwarding.port, redis_instance, payload, 2)
 
 
+def test_getkeys_of_topk(bp, proxy, redis_instance):
+    """COMMAND GETKEYS returns argv[1] alone for every TOPK command (INCRBY's items are no keys),
+    with RW or RO; the arity errors are Redis's."""
+    assert one(bp.port, "COMMAND", "GETKEYS", "TOPK.RESERVE", "t", "3", "8", "7", "0.9") == \
+        b"*1\r\n$1\r\nt\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYS", "topk.incrby", "t", "u", "1", "v", "2") == \
+        b"*1\r\n$1\r\nt\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYSANDFLAGS", "TOPK.ADD", "t", "a", "b") == \
+        b"*1\r\n*2\r\n$1\r\nt\r\n*1\r\n+RW\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYSANDFLAGS", "TOPK.LIST", "t", "WITHCOUNT") == \
+        b"*1\r\n*2\r\n$1\r\nt\r\n*1\r\n+RO\r\n"
+    (arity,) = replies_of(redis_instance.port, cmd("COMMAND", "GETKEYS", "GET", "a", "b"), 1)
+    for args in (("TOPK.INFO", "t", "x"), ("TOPK.INCRBY", "t", "a"), ("TOPK.QUERY", "t")):
+        assert one(bp.port, "COMMAND", "GETKEYS", *args) == arity, args
+    # With topk-mode forward the upstream answers, as for any command it does not know.
+    forwarding = proxy("--topk-mode", "forward")
+    payload = (cmd("COMMAND", "GETKEYS", "TOPK.ADD", "k", "x") +
+               cmd("COMMAND", "GETKEYSANDFLAGS", "TOPK.QUERY", "k", "x") +
+               cmd("COMMAND", "INFO", "TOPK.ADD") + cmd("COMMAND", "DOCS", "TOPK.ADD"))
+    compare_with_redis(forwarding.port, redis_instance, payload, 4)
+
+
 # --- ACL categories
 
 
@@ -285,3 +402,43 @@ def test_acl_rules_name_redisbloom_categories(proxy, tmp_path):
         assert c.command("BF.EXISTS", "f", "x") == 0  # @read
         c.send(cmd("BF.ADD", "f", "x"))
         assert c.read_reply_raw().startswith(b"-NOPERM")
+
+
+
+def test_acl_rules_name_topk(proxy, tmp_path):
+    """@topk names the seven TOPK commands, @read and @write split them as RedisBloom does,
+    whether the proxy answers them or forwards them (topk-mode): a refused command gets Redis's
+    NOPERM before anything else looks at it."""
+    conf = tmp_path / "users.conf"
+    conf.write_text("user notopk pw1 +@all -@topk\n"
+                    "user topkread pw2 nocommands +@topk -@write\n"
+                    "user byname pw3 nocommands +topk.add +TOPK.Info\n")
+    noperm = b"-NOPERM this user has no permissions to run the '%s' command\r\n"
+    for mode in ("emulate", "forward"):
+        p = proxy("--config", str(conf), "--topk-mode", mode)
+        with p.raw() as c:
+            assert c.command("AUTH", "notopk", "pw1") == b"OK"
+            for name in TOPK_NAMES:
+                c.send(cmd(name.upper(), "t", "a", "1"))
+                assert c.read_reply_raw() == noperm % name, (mode, name)
+            assert c.command("PING") == b"PONG"
+            assert c.command("AUTH", "topkread", "pw2") == b"OK"
+            for name in (b"topk.reserve", b"topk.add", b"topk.incrby"):
+                c.send(cmd(name, "t", "a", "1"))
+                assert c.read_reply_raw() == noperm % name, (mode, name)
+            for name in (b"topk.query", b"topk.count", b"topk.list", b"topk.info"):
+                c.send(cmd(name, "t"))
+                assert not c.read_reply_raw().startswith(b"-NOPERM"), (mode, name)
+            c.send(cmd("GET", "k"))
+            assert c.read_reply_raw() == noperm % b"get"
+            assert c.command("AUTH", "byname", "pw3") == b"OK"
+            c.send(cmd("TOPK.QUERY", "t", "a"))
+            assert c.read_reply_raw() == noperm % b"topk.query"
+            c.send(cmd("topk.add", "t", "a") + cmd("topk.info", "t"))
+            assert not c.read_reply_raw().startswith(b"-NOPERM")
+            assert not c.read_reply_raw().startswith(b"-NOPERM")
+            if mode == "forward":
+                # Past the rules, the upstream's own answer: a plain Redis does not know it.
+                c.send(cmd("TOPK.INFO", "t"))
+                assert c.read_reply_raw() == (b"-ERR unknown command 'TOPK.INFO', with args "
+                                              b"beginning with: 't' \r\n")

@@ -104,9 +104,30 @@ TEST(CommandAclTest, RedisBloomCategories) {
   acl = Compiled({"nocommands", "+@cms"});
   EXPECT_TRUE(acl.Allows("cms.merge"));
   EXPECT_FALSE(acl.Allows("cf.add"));
-  // Families without commands yet: the categories are accepted and cover nothing known.
-  acl = Compiled({"nocommands", "+@topk", "+@tdigest"});
+  acl = Compiled({"nocommands", "+@topk"});
+  for (const char* name : {"topk.reserve", "topk.add", "topk.incrby", "topk.query", "topk.count",
+                           "topk.list", "topk.info"}) {
+    EXPECT_TRUE(acl.Allows(name)) << name;
+  }
+  EXPECT_FALSE(acl.Allows("cf.add"));
+  EXPECT_FALSE(acl.Allows("get"));
+  // TOPK.* are @write or @read as RedisBloom registers them, none @fast.
+  acl = Compiled({"+@all", "-@topk", "+@read"});
+  EXPECT_FALSE(acl.Allows("topk.add"));
+  EXPECT_TRUE(acl.Allows("topk.query"));
+  EXPECT_TRUE(acl.Allows("topk.info"));
+  acl = Compiled({"nocommands", "+@topk", "-@write"});
+  EXPECT_FALSE(acl.Allows("topk.reserve"));
+  EXPECT_FALSE(acl.Allows("topk.incrby"));
+  EXPECT_TRUE(acl.Allows("topk.list"));
+  acl = Compiled({"nocommands", "+@fast"});
+  EXPECT_FALSE(acl.Allows("topk.info"));
+  acl = Compiled({"+@all", "-@bloom", "-@cuckoo", "-@cms"});
+  EXPECT_TRUE(acl.Allows("topk.add"));
+  // A family without commands yet: the category is accepted and covers nothing known.
+  acl = Compiled({"nocommands", "+@tdigest"});
   EXPECT_FALSE(acl.Allows("bf.add"));
+  EXPECT_FALSE(acl.Allows("topk.add"));
   EXPECT_FALSE(acl.Allows("get"));
   // @fast as RedisBloom sets it: BF.INFO and BF.CARD are, BF.EXISTS is not.
   acl = Compiled({"nocommands", "+@fast"});

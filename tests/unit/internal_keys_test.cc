@@ -51,6 +51,11 @@ TEST(IsInternalKeyTest, EveryKeyTheFiltersBuild) {
       EXPECT_TRUE(IsInternalKey(p + ":cf:" + id + ":" + std::string(key))) << p;
     }
     EXPECT_TRUE(IsInternalKey(filters::CfMarkerKey(p, name))) << p;
+    // A Top-K sketch's bucket shards, heap, heap items and marker.
+    for (std::string_view key : {"b.0", "b.1", "b.17", "b.4294967296", "h", "i"}) {
+      EXPECT_TRUE(IsInternalKey(p + ":tk:" + id + ":" + std::string(key))) << p;
+    }
+    EXPECT_TRUE(IsInternalKey(filters::TopkMarkerKey(p, name))) << p;
     // The name itself is the user's.
     EXPECT_FALSE(IsInternalKey(name)) << name;
   }
@@ -97,6 +102,12 @@ TEST(IsInternalKeyTest, LiteralExamples) {
   EXPECT_TRUE(IsInternalKey("app{users}x:cms:0123456789abcdef:12"));
   EXPECT_TRUE(IsInternalKey("{users}:cf:0123456789abcdef:0.0"));
   EXPECT_TRUE(IsInternalKey("{users}:cf:m:users"));
+  EXPECT_TRUE(IsInternalKey("{users}:tk:0123456789abcdef:b.0"));
+  EXPECT_TRUE(IsInternalKey("{users}:tk:0123456789abcdef:b.12"));
+  EXPECT_TRUE(IsInternalKey("{users}:tk:0123456789abcdef:h"));
+  EXPECT_TRUE(IsInternalKey("app{users}x:tk:0123456789abcdef:i"));
+  EXPECT_TRUE(IsInternalKey("{users}:tk:m:users"));
+  EXPECT_TRUE(IsInternalKey("{x:tk:m:y}:tk:m:x:tk:m:y"));
   // The tag may sit anywhere in the prefix of a data key.
   EXPECT_TRUE(IsInternalKey("a{b}c:bf:0123456789abcdef:0.0"));
   // A name holding ":bf:m:" still has its marker found.
@@ -157,6 +168,26 @@ TEST(IsInternalKeyTest, LookAlikesStayVisible) {
            "{a}:cf:0123456789ABCDEF:0.0",
            "{a}:cf:m:b",
            "a:cf:m:a",
+           "users:tk:0123456789abcdef:b.0",
+           "users:tk:0123456789abcdef:h",
+           "{a}:tk:0123456789abcdef:b",
+           "{a}:tk:0123456789abcdef:b.",
+           "{a}:tk:0123456789abcdef:b.01",
+           "{a}:tk:0123456789abcdef:b.-1",
+           "{a}:tk:0123456789abcdef:b0",
+           "{a}:tk:0123456789abcdef:0",
+           "{a}:tk:0123456789abcdef:0.0",
+           "{a}:tk:0123456789abcdef:hh",
+           "{a}:tk:0123456789abcdef:H",
+           "{a}:tk:0123456789abcdef:i.0",
+           "{a}:tk:0123456789abcdef:m",
+           "{a}:tk:0123456789abcdef:",
+           "{a}:tk:0123456789abcdef",
+           "{a}:tk:0123456789ABCDEF:h",
+           "{a}:tk:0123456789abcde:h",
+           "{a}:TK:0123456789abcdef:h",
+           "{a}:tk:m:b",
+           "a:tk:m:a",
            // Slots: no tag, no number, a leading zero, a sign, other shapes.
            "users:bf:0123456789abcdef:w5",
            "users:bf:0123456789abcdef:w5:bf:fedcba9876543210:0.0",
@@ -196,10 +227,12 @@ TEST(IsInternalKeyTest, MarkerWithAnotherSlotsTag) {
     ASSERT_TRUE(IsInternalKey(filters::MarkerKey(p, name)));
     ASSERT_TRUE(IsInternalKey(filters::CmsMarkerKey(p, name)));
     ASSERT_TRUE(IsInternalKey(filters::CfMarkerKey(p, name)));
+    ASSERT_TRUE(IsInternalKey(filters::TopkMarkerKey(p, name)));
     p[1] = p[1] == '0' ? '1' : '0';  // not SlotTag(): the one tag used
     EXPECT_FALSE(IsInternalKey(filters::MarkerKey(p, name))) << p;
     EXPECT_FALSE(IsInternalKey(filters::CmsMarkerKey(p, name))) << p;
     EXPECT_FALSE(IsInternalKey(filters::CfMarkerKey(p, name))) << p;
+    EXPECT_FALSE(IsInternalKey(filters::TopkMarkerKey(p, name))) << p;
   }
 }
 
@@ -221,12 +254,19 @@ const std::string kCount = "{f}:bf:0123456789abcdef:0:n";
 const std::string kMark = "{f}:bf:m:f";
 const std::string kPart = "{s}:cms:0123456789abcdef:0";
 const std::string kSlot = "{f}:bf:0123456789abcdef:w7";
+const std::string kTopkShard = "{t}:tk:0123456789abcdef:b.0";
+const std::string kTopkHeap = "{t}:tk:0123456789abcdef:h";
+const std::string kTopkItems = "{t}:tk:0123456789abcdef:i";
+const std::string kTopkMark = "{t}:tk:m:t";
 
 TEST(HideInternalKeysTest, Keys) {
   EXPECT_EQ(HideInternalKeys(Keys({"f", kBits, "a", kCount, kMark, "s", kPart}), false),
             Keys({"f", "a", "s"}));
   EXPECT_EQ(HideInternalKeys(Keys({kBits, kCount, kMark}), false), Keys({}));
   EXPECT_EQ(HideInternalKeys(Keys({kBits}), false), "*0\r\n");
+  // A Top-K sketch's keys alone (no other structure's infix in the reply).
+  EXPECT_EQ(HideInternalKeys(Keys({"t", kTopkShard, kTopkHeap, "a", kTopkItems, kTopkMark}), false),
+            Keys({"t", "a"}));
   EXPECT_EQ(HideInternalKeys(Keys({"f", kSlot, kMark, kSlot + ":bf:fedcba9876543210:0:n"}), false),
             Keys({"f"}));
   // Binary keys and look-alikes are kept byte for byte.
@@ -238,7 +278,8 @@ TEST(HideInternalKeysTest, Keys) {
 }
 
 TEST(HideInternalKeysTest, NothingToHide) {
-  for (const std::string& frame : {Keys({}), Keys({"a", "b"}), Keys({"a:bf:m:a", "x:cms:y"})}) {
+  for (const std::string& frame : {Keys({}), Keys({"a", "b"}), Keys({"a:bf:m:a", "x:cms:y"}),
+                                   Keys({"a:tk:m:a", "{a}:tk:0123456789abcdef:b.01"})}) {
     EXPECT_EQ(HideInternalKeys(frame, false), frame);
   }
   EXPECT_EQ(HideInternalKeys(Scan("0", {}), true), Scan("0", {}));
@@ -249,6 +290,7 @@ TEST(HideInternalKeysTest, Scan) {
   EXPECT_EQ(HideInternalKeys(Scan("0", {"f", kBits, kMark, "b"}), true), Scan("0", {"f", "b"}));
   EXPECT_EQ(HideInternalKeys(Scan("1234", {kBits, kPart}), true), Scan("1234", {}));
   EXPECT_EQ(HideInternalKeys(Scan("9", {kSlot, "b"}), true), Scan("9", {"b"}));
+  EXPECT_EQ(HideInternalKeys(Scan("5", {kTopkMark, "t", kTopkHeap}), true), Scan("5", {"t"}));
   // A cursor that looks like an internal key is a cursor, kept as it is.
   EXPECT_EQ(HideInternalKeys(Scan(kBits, {kBits, "a"}), true), Scan(kBits, {"a"}));
 }

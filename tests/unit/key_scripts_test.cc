@@ -69,7 +69,7 @@ TEST(KeyScriptsTest, TypeReadsTheMarkerOnly) {
   const auto r = RequestFor({"type", "users"});
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(TypeScript()), "1", "users",
                                          "{users}:bf:m:users", "{users}:cms:m:users",
-                                         "{users}:cf:m:users"}));
+                                         "{users}:cf:m:users", "{users}:tk:m:users"}));
   // Names sharing a prefix have markers of their own.
   EXPECT_NE(MarkerKey(DataKeyPrefix("users"), "users"),
             MarkerKey(DataKeyPrefix("{users}"), "{users}"));
@@ -132,12 +132,12 @@ TEST(KeyScriptsTest, WritingScriptsFindMarkersWithoutReading) {
 
 TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtEveryMarker) {
   const auto enc = RequestFor({"OBJECT", "encoding", "users"});
-  ASSERT_EQ(enc.size(), 10u);
+  ASSERT_EQ(enc.size(), 11u);
   EXPECT_EQ(enc[0], "EVAL_RO");
-  EXPECT_EQ(std::vector<std::string>(enc.begin() + 2, enc.begin() + 7),
+  EXPECT_EQ(std::vector<std::string>(enc.begin() + 2, enc.begin() + 8),
             (std::vector<std::string>{"1", "users", "{users}:bf:m:users", "{users}:cms:m:users",
-                                      "{users}:cf:m:users"}));
-  EXPECT_EQ(std::vector<std::string>(enc.begin() + 7, enc.end()),
+                                      "{users}:cf:m:users", "{users}:tk:m:users"}));
+  EXPECT_EQ(std::vector<std::string>(enc.begin() + 8, enc.end()),
             (std::vector<std::string>{"OBJECT", "encoding", "users"}));
   EXPECT_EQ(RequestFor({"OBJECT", "ENCODING", "users"}, protocol::UpstreamKind::kShardingProxy)[0],
             "EVAL");
@@ -146,8 +146,9 @@ TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtEveryMarker) {
   EXPECT_FALSE(KeyCommandRequest({"OBJECT", "REFCOUNT", "users"}, &request));
   EXPECT_FALSE(KeyCommandRequest({"OBJECT", "HELP"}, &request));
   const auto copy = RequestFor({"COPY", "a", "b", "REPLACE"});
-  EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 8),
-            (std::vector<std::string>{"5", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a", "{a}:cf:m:a"}));
+  EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 9),
+            (std::vector<std::string>{"6", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a", "{a}:cf:m:a",
+                                      "{a}:tk:m:a"}));
 }
 
 TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
@@ -155,7 +156,7 @@ TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
   const auto r = RequestFor({"type", "users"}, protocol::UpstreamKind::kShardingProxy);
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL", std::string(TypeScript()), "1", "users",
                                          "{users}:bf:m:users", "{users}:cms:m:users",
-                                         "{users}:cf:m:users"}));
+                                         "{users}:cf:m:users", "{users}:tk:m:users"}));
   // The other key commands are the same request either way.
   for (std::vector<std::string_view> args : {std::vector<std::string_view>{"DEL", "a", "b"},
                                              {"UNLINK", "a"},
@@ -218,7 +219,8 @@ TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
   const auto r = RequestFor({"HGET", "users", "f"});
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(HashScript(false)), "1", "users",
                                          "{users}:bf:m:users", "{users}:cms:m:users",
-                                         "{users}:cf:m:users", "HGET", "users", "f"}));
+                                         "{users}:cf:m:users", "{users}:tk:m:users", "HGET",
+                                         "users", "f"}));
   // Writes go with EVAL (held by CLIENT PAUSE WRITE as the write itself), reads with EVAL_RO.
   const std::vector<std::vector<std::string_view>> writes = {
       {"HSET", "k", "f", "v"}, {"hmset", "k", "f", "v"},   {"HSETNX", "k", "f", "v"},
@@ -236,20 +238,21 @@ TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
       {"HSCAN", "k", "0", "MATCH", "*", "COUNT", "10"}};
   for (const auto& args : writes) {
     const auto w = RequestFor(args);
-    ASSERT_GE(w.size(), 8u) << args[0];
+    ASSERT_GE(w.size(), 9u) << args[0];
     EXPECT_EQ(w[0], "EVAL") << args[0];
     EXPECT_EQ(w[1], args[0] == "HINCRBY" ? HashIncrByScript() : HashScript(true)) << args[0];
-    EXPECT_EQ(Tail(w, 7), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_EQ(Tail(w, 8), std::vector<std::string>(args.begin(), args.end())) << args[0];
     EXPECT_TRUE(KeyCommandNames(args).empty()) << args[0];
   }
   for (const auto& args : reads) {
     const auto rd = RequestFor(args);
-    ASSERT_GE(rd.size(), 8u) << args[0];
+    ASSERT_GE(rd.size(), 9u) << args[0];
     EXPECT_EQ(rd[0], "EVAL_RO") << args[0];
-    EXPECT_EQ(std::vector<std::string>(rd.begin() + 2, rd.begin() + 7),
-              (std::vector<std::string>{"1", "k", "{k}:bf:m:k", "{k}:cms:m:k", "{k}:cf:m:k"}))
+    EXPECT_EQ(std::vector<std::string>(rd.begin() + 2, rd.begin() + 8),
+              (std::vector<std::string>{"1", "k", "{k}:bf:m:k", "{k}:cms:m:k", "{k}:cf:m:k",
+                                        "{k}:tk:m:k"}))
         << args[0];
-    EXPECT_EQ(Tail(rd, 7), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_EQ(Tail(rd, 8), std::vector<std::string>(args.begin(), args.end())) << args[0];
     EXPECT_EQ(RequestFor(args, protocol::UpstreamKind::kShardingProxy)[0], "EVAL") << args[0];
   }
   // Wrong arity is Redis's to answer, with the command as sent.
@@ -269,7 +272,7 @@ TEST(KeyScriptsTest, HashCommandsWithMoreArgumentsThanLuaTakes) {
     EXPECT_EQ(KeyCommandRequest(args, &request), cmd != "HSCAN") << cmd;
     if (cmd != "HSCAN") {
       const auto r = RequestFor(args);
-      ASSERT_EQ(r.size(), 7 + args.size()) << cmd;
+      ASSERT_EQ(r.size(), 8 + args.size()) << cmd;
       EXPECT_EQ(r[1], HashInPartsScript(cmd != "HMGET")) << cmd;
     }
   }
@@ -297,11 +300,12 @@ TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
     const bool writes = s.find("SETRANGE") != std::string_view::npos;
     // The markers come in ARGV, not KEYS (a tracking client would track them): MK holds them.
     EXPECT_EQ(s.find("local MK = {table.remove(ARGV, 1), table.remove(ARGV, 1), "
-                     "table.remove(ARGV, 1)}"),
+                     "table.remove(ARGV, 1),\n            table.remove(ARGV, 1)}"),
               1u);
-    EXPECT_LT(s.find(writes ? "if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]))"
-                            : "call('EXISTS', unpack(MK))"),
-              s.find("call('TYPE', KEYS[1])"));
+    EXPECT_LT(
+        s.find(writes ? "if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]) or marked(MK[4]))"
+                      : "call('EXISTS', unpack(MK))"),
+        s.find("call('TYPE', KEYS[1])"));
     // The command runs on the first marker that is a string.
     EXPECT_LT(s.find("for _, m in ipairs(MK) do"), s.find("ARGV[2] = on"));
     EXPECT_LT(s.find("ARGV[2] = on"), s.rfind("redis.pcall("));
@@ -318,9 +322,10 @@ TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
 
 TEST(KeyScriptsTest, DumpIsRefusedOnAStructureOnly) {
   const auto r = RequestFor({"DUMP", "users"});
-  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(DumpScript()), "1", "users",
-                                         "{users}:bf:m:users", "{users}:cms:m:users",
-                                         "{users}:cf:m:users", "DUMP", "users"}));
+  EXPECT_EQ(
+      r, (std::vector<std::string>{"EVAL_RO", std::string(DumpScript()), "1", "users",
+                                   "{users}:bf:m:users", "{users}:cms:m:users",
+                                   "{users}:cf:m:users", "{users}:tk:m:users", "DUMP", "users"}));
   EXPECT_NE(DumpScript().find("{err = '" + std::string(kDumpRefused) + "'}"),
             std::string_view::npos);
   EXPECT_EQ(kDumpRefused.find('\n'), std::string_view::npos);
@@ -410,6 +415,47 @@ TEST(KeyScriptsTest, NewCommandsGoAsTheyAreBehindAShardingProxyWhereNoStructureL
     const std::vector<std::string_view> views(r.begin(), r.end());
     EXPECT_TRUE(protocol::ShardingProxyForwards(views)) << args[0];
   }
+}
+
+// A Top-K sketch is the fourth structure: its marker is the fourth of every marker list, TYPE
+// answers RedisBloom's "TopK-TYPE" for it, and the scripts that act on a whole structure find
+// its data keys (bucket shards, heap, heap items) once its marker says it is one.
+TEST(KeyScriptsTest, TopkIsTheFourthStructure) {
+  EXPECT_EQ(TopkMarkerKey(DataKeyPrefix("users"), "users"), "{users}:tk:m:users");
+  EXPECT_EQ(TopkMarkerKey(DataKeyPrefix("app{g}x"), "app{g}x"), "app{g}x:tk:m:app{g}x");
+  EXPECT_NE(TopkMarkerKey(DataKeyPrefix("{users}"), "{users}"),
+            TopkMarkerKey(DataKeyPrefix("users"), "users"));
+  EXPECT_NE(TypeScript().find("local MODULE_TYPES = {'MBbloom--', 'CMSk-TYPE', 'MBbloomCF', "
+                              "'TopK-TYPE'}"),
+            std::string_view::npos);
+  for (std::string_view s : {DeleteScript(), ExpireScript(), RenameScript(), MoveScript(),
+                             RestoreScript(), MemoryUsageScript(), ObjectTimeScript()}) {
+    const size_t marker = s.find("m = p .. ':tk:m:' .. k");
+    ASSERT_NE(marker, std::string_view::npos) << s;
+    // Its hash is read only after its marker was found.
+    const size_t read = s.find("redis.call('HMGET', k, 'tk', 'id', 'width', 'depth', 'sh')");
+    ASSERT_NE(read, std::string_view::npos);
+    EXPECT_LT(marker, read);
+    EXPECT_NE(s.find("keys[#keys + 1] = base .. 'b.' .. s"), std::string_view::npos);
+    EXPECT_NE(s.find("keys[#keys + 1] = base .. 'h'"), std::string_view::npos);
+    // The heap's items are a hash only once an item was kept.
+    EXPECT_NE(s.find("if redis.call('EXISTS', base .. 'i') == 1 then"), std::string_view::npos);
+  }
+  // MOVE removes every other kind's marker at the destination (a leftover there would make the
+  // moved structure look like another kind).
+  EXPECT_NE(MoveScript().find("{':bf:m:', ':cms:m:', ':cf:m:', ':tk:m:'}"), std::string_view::npos);
+  const auto copy = RequestFor({"COPY", "{t}a", "b", "DB", "1"});
+  ASSERT_EQ(copy.size(), 14u);
+  EXPECT_EQ(copy[2], "6");
+  EXPECT_EQ(copy[8], "{t}a:tk:m:{t}a");
+  EXPECT_EQ(Tail(copy, 9), (std::vector<std::string>{"COPY", "{t}a", "b", "DB", "1"}));
+  // Behind a sharding proxy the fourth marker is still within what it forwards.
+  const std::string longest_name(kShardingProxyMaxName, 'n');
+  const auto r = RequestFor({"HGET", longest_name, "f"}, protocol::UpstreamKind::kShardingProxy);
+  ASSERT_GE(r.size(), 8u);
+  EXPECT_EQ(r[7], TopkMarkerKey(DataKeyPrefix(longest_name), longest_name));
+  const std::vector<std::string_view> views(r.begin(), r.end());
+  EXPECT_TRUE(protocol::ShardingProxyForwards(views)) << protocol::ShardingProxyRefusal(views);
 }
 
 }  // namespace

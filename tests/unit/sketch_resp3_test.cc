@@ -1,7 +1,7 @@
-// BF.* and CMS.* replies to a RESP3 client (filters/common/sketch_resp3.h): every recorded
-// RedisBloom RESP2 reply of tests/fixtures/{bf,cms}, rewritten for its command's shape, must be the
-// reply RedisBloom gave the same command after HELLO 3 (bf-resp3-expected.json,
-// cms-resp3-expected.json), byte for byte. BP_FIXTURES is tests/fixtures.
+// BF.*, CMS.* and TOPK.* replies to a RESP3 client (filters/common/sketch_resp3.h): every recorded
+// RedisBloom RESP2 reply of tests/fixtures/{bf,cms,topk}, rewritten for its command's shape, must
+// be the reply RedisBloom gave the same command after HELLO 3 (<family>-resp3-expected.json),
+// byte for byte. BP_FIXTURES is tests/fixtures.
 #include "filters/common/sketch_resp3.h"
 
 #include <gtest/gtest.h>
@@ -118,6 +118,37 @@ TEST(SketchResp3, EveryRecordedCmsReplyBecomesRedisBloomsResp3Reply) {
   EXPECT_EQ(t.changed_names, (std::set<std::string>{"CMS.INFO", "BF.ADD", "BF.EXISTS"}));
 }
 
+TEST(SketchResp3, EveryRecordedTopkReplyBecomesRedisBloomsResp3Reply) {
+  const Tally t = ReplayFamily("topk");
+  EXPECT_EQ(t.commands, 711u);
+  EXPECT_GE(t.changed, 100u);
+  // The TOPK recordings hold BF.EXISTS / BF.MEXISTS on sketches (0s) and BF.ADD on one (an error).
+  EXPECT_EQ(t.shapes, (std::set<Resp3Shape>{Resp3Shape::kBool, Resp3Shape::kTopkUpdate,
+                                            Resp3Shape::kBoolArray, Resp3Shape::kTopkInfo}));
+  EXPECT_EQ(t.changed_names,
+            (std::set<std::string>{"TOPK.ADD", "TOPK.INCRBY", "TOPK.QUERY", "TOPK.INFO", "BF.ADD",
+                                   "BF.EXISTS", "BF.MEXISTS"}));
+}
+
+TEST(SketchResp3, TopkShapes) {
+  auto shape = [](std::vector<std::string_view> args) { return Resp3ShapeOf(args); };
+  EXPECT_EQ(shape({"topk.add", "k", "a"}), Resp3Shape::kTopkUpdate);
+  EXPECT_EQ(shape({"TOPK.INCRBY", "k", "a", "1"}), Resp3Shape::kTopkUpdate);
+  EXPECT_EQ(shape({"TOPK.QUERY", "k", "a"}), Resp3Shape::kBoolArray);
+  EXPECT_EQ(shape({"TOPK.INFO", "k"}), Resp3Shape::kTopkInfo);
+  // Nulls become RESP3's, also in an INCRBY reply that stops after its error element.
+  EXPECT_EQ(ToResp3(Resp3Shape::kTopkUpdate, "*2\r\n$-1\r\n$1\r\na\r\n"), "*2\r\n_\r\n$1\r\na\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kTopkUpdate, "*3\r\n$-1\r\n-TopK: bad\r\n"),
+            "*3\r\n_\r\n-TopK: bad\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kTopkInfo,
+                    "*8\r\n+k\r\n:1\r\n+width\r\n:8\r\n+depth\r\n:7\r\n+decay\r\n$3\r\n0.5\r\n"),
+            "%4\r\n+k\r\n:1\r\n+width\r\n:8\r\n+depth\r\n:7\r\n+decay\r\n,0.5\r\n");
+  // Errors and replies of another form pass as they are.
+  EXPECT_EQ(ToResp3(Resp3Shape::kTopkInfo, "-TopK: key does not exist\r\n"),
+            "-TopK: key does not exist\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kTopkUpdate, ":1\r\n"), ":1\r\n");
+}
+
 TEST(SketchResp3, ShapeOfEachCommand) {
   auto shape = [](std::vector<std::string_view> args) { return Resp3ShapeOf(args); };
   EXPECT_EQ(static_cast<int>(Resp3Shape::kSame), 0);
@@ -136,10 +167,13 @@ TEST(SketchResp3, ShapeOfEachCommand) {
   // An unknown field, and the commands whose replies RESP3 does not change.
   EXPECT_EQ(shape({"BF.INFO", "f", "cap"}), Resp3Shape::kSame);
   EXPECT_EQ(shape({"BF.INFO", "f", ""}), Resp3Shape::kSame);
-  for (std::string_view name :
-       {"BF.RESERVE", "BF.CARD", "BF.SCANDUMP", "BF.LOADCHUNK", "CMS.INITBYDIM", "CMS.INITBYPROB",
-        "CMS.INCRBY", "CMS.QUERY", "CMS.MERGE", "GET", "HGETALL", "CF.INSERTNX", "CF.COUNT",
-        "CF.RESERVE", "CF.COMPACT", "CF.LOADCHUNK", "CF.DEBUG", "TOPK.ADD", ""}) {
+  for (std::string_view name : {"BF.RESERVE",   "BF.CARD",       "BF.SCANDUMP",
+                                "BF.LOADCHUNK", "CMS.INITBYDIM", "CMS.INITBYPROB",
+                                "CMS.INCRBY",   "CMS.QUERY",     "CMS.MERGE",
+                                "GET",          "HGETALL",       "CF.INSERTNX",
+                                "CF.COUNT",     "CF.RESERVE",    "CF.COMPACT",
+                                "CF.LOADCHUNK", "CF.DEBUG",      "TOPK.RESERVE",
+                                "TOPK.COUNT",   "TOPK.LIST",     ""}) {
     EXPECT_EQ(shape({name, "k", "1"}), Resp3Shape::kSame) << name;
   }
   // BF.DEBUG: an array of bulk strings in both.

@@ -79,6 +79,14 @@ TEST(ParseSweepKeyTest, DataKeysAndTheirOwners) {
     EXPECT_TRUE(HasOwner(k, name, "cf", kId, "")) << name;
     ASSERT_TRUE(ParseSweepKey(CfMarkerKey(p, name), &k)) << name;
     EXPECT_TRUE(HasOwner(k, name, "cf", "", "")) << name;
+    // A Top-K sketch's bucket shards, heap, heap items and marker.
+    for (std::string_view key : {"b.0", "b.5", "h", "i"}) {
+      ASSERT_TRUE(ParseSweepKey(p + ":tk:" + std::string(kId) + ":" + std::string(key), &k))
+          << name;
+      EXPECT_TRUE(HasOwner(k, name, "tk", kId, "")) << name;
+    }
+    ASSERT_TRUE(ParseSweepKey(TopkMarkerKey(p, name), &k)) << name;
+    EXPECT_TRUE(HasOwner(k, name, "tk", "", "")) << name;
     // The name itself is no internal key.
     EXPECT_FALSE(ParseSweepKey(name, &k)) << name;
   }
@@ -141,6 +149,20 @@ TEST(ParseSweepKeyTest, ExactOwnersOfLiteralKeys) {
   ASSERT_TRUE(ParseSweepKey("{users}:bf:m:users", &k));
   ASSERT_EQ(k.owners.size(), 1u);
   EXPECT_TRUE(HasOwner(k, "users", "bloomproxy", "", ""));
+  ASSERT_TRUE(ParseSweepKey("{users}:tk:0123456789abcdef:b.3", &k));
+  ASSERT_EQ(k.owners.size(), 2u);
+  EXPECT_TRUE(HasOwner(k, "{users}", "tk", kId, ""));
+  EXPECT_TRUE(HasOwner(k, "users", "tk", kId, ""));
+  ASSERT_TRUE(ParseSweepKey("app{users}x:tk:0123456789abcdef:h", &k));
+  ASSERT_EQ(k.owners.size(), 1u);
+  EXPECT_TRUE(HasOwner(k, "app{users}x", "tk", kId, ""));
+  ASSERT_TRUE(ParseSweepKey("{users}:tk:0123456789abcdef:i", &k));
+  ASSERT_EQ(k.owners.size(), 2u);
+  ASSERT_TRUE(ParseSweepKey("{users}:tk:m:users", &k));
+  ASSERT_EQ(k.owners.size(), 1u);
+  EXPECT_TRUE(HasOwner(k, "users", "tk", "", ""));
+  EXPECT_FALSE(ParseSweepKey("{users}:tk:0123456789abcdef:b.01", &k));
+  EXPECT_FALSE(ParseSweepKey("users:tk:0123456789abcdef:h", &k));
 }
 
 // A key that reads both as a marker and as a data key is kept if either reading's owner owns
@@ -178,7 +200,14 @@ TEST(ParseSweepKeyTest, AgreesWithIsInternalKey) {
                                    "{a}:bf:0123456789abcdef:w-1",
                                    "{a}:bf:0123456789abcdef:w5:n",
                                    "{a}:bf:0123456789abcdef:w5.0",
-                                   "users:bf:0123456789abcdef:w5"};
+                                   "users:bf:0123456789abcdef:w5",
+                                   "{a}:tk:0123456789abcdef:b.",
+                                   "{a}:tk:0123456789abcdef:b.00",
+                                   "{a}:tk:0123456789abcdef:hi",
+                                   "{a}:tk:0123456789abcdef:0",
+                                   "{a}:tk:m:b",
+                                   "a:tk:m:a",
+                                   "users:tk:0123456789abcdef:i"};
   for (const std::string& name : Names()) {
     const std::string p = DataKeyPrefix(name);
     keys.push_back(BitsKey(p, kId, 0, 0));
@@ -189,6 +218,10 @@ TEST(ParseSweepKeyTest, AgreesWithIsInternalKey) {
     keys.push_back(p + ":cf:" + std::string(kId) + ":0.12");
     keys.push_back(p + ":cf:" + std::string(kId) + ":0");
     keys.push_back(CfMarkerKey(p, name));
+    for (std::string_view key : {"b.0", "b.12", "h", "i", "b", "x"}) {
+      keys.push_back(p + ":tk:" + std::string(kId) + ":" + std::string(key));
+    }
+    keys.push_back(TopkMarkerKey(p, name));
     keys.push_back(p + ":bf:" + std::string(kId) + ":new");
     const std::string slot = SlotName(p, kId, 1176000001);
     keys.push_back(slot);
@@ -227,16 +260,21 @@ TEST(SweepMatchTest, EveryInternalKeyMatches) {
     const std::string p = DataKeyPrefix(name);
     for (const std::string& key :
          {BitsKey(p, kId, 0, 3), CountKey(p, kId, 2), MarkerKey(p, name), CmsMarkerKey(p, name),
-          CfMarkerKey(p, name), p + ":cf:" + std::string(kId) + ":2.1",
-          p + ":cms:" + std::string(kId) + ":0", p + ":bf:" + std::string(kId) + ":new",
-          BitsKey(p, kId, 1, 0) + ":" + std::string(kId), SlotName(p, kId, 42),
-          BitsKey(SlotName(p, kId, 42), kId, 0, 0), CountKey(SlotName(p, kId, 42), kId, 1)}) {
+          CfMarkerKey(p, name), p + ":cf:" + std::string(kId) + ":2.1", TopkMarkerKey(p, name),
+          p + ":tk:" + std::string(kId) + ":b.3", p + ":tk:" + std::string(kId) + ":h",
+          p + ":tk:" + std::string(kId) + ":i", p + ":cms:" + std::string(kId) + ":0",
+          p + ":bf:" + std::string(kId) + ":new", BitsKey(p, kId, 1, 0) + ":" + std::string(kId),
+          SlotName(p, kId, 42), BitsKey(SlotName(p, kId, 42), kId, 0, 0),
+          CountKey(SlotName(p, kId, 42), kId, 1)}) {
       ASSERT_TRUE(protocol::IsInternalKey(key)) << key;
       EXPECT_TRUE(Glob(kSweepMatch, key)) << key;
     }
   }
   EXPECT_FALSE(Glob(kSweepMatch, "users"));
   EXPECT_FALSE(Glob(kSweepMatch, "a:b:c"));
+  // The match before Top-K let every other structure's keys through, and no Top-K key.
+  EXPECT_TRUE(Glob(kSweepMatchBeforeTopk, "{u}:cf:m:u"));
+  EXPECT_FALSE(Glob(kSweepMatchBeforeTopk, "{u}:tk:m:u"));
 }
 
 // Decodes one RESP frame with hiredis, as the proxy does.
@@ -316,6 +354,10 @@ TEST(SweepTraceTest, RecognisesTheSweepsCommands) {
   EXPECT_EQ(RecogniseSweep({"evalsha", "abc", "1", std::string(kSweepLockKey), "o", "1"}),
             SweepTrace::kLock);
   EXPECT_EQ(RecogniseSweep({"scan", "0", "match", std::string(kSweepMatch)}), SweepTrace::kPass);
+  // A proxy of the version before Top-K sketches, during an upgrade.
+  EXPECT_EQ(
+      RecogniseSweep({"SCAN", "7", "MATCH", std::string(kSweepMatchBeforeTopk), "COUNT", "100"}),
+      SweepTrace::kPass);
   for (const std::vector<std::string>& other :
        std::vector<std::vector<std::string>>{{},
                                              {"GET", std::string(kSweepLockKey)},
