@@ -318,3 +318,11 @@ def test_sharding_tagged_cases_spread_over_servers(twemproxy):
     served = {server_index(twemproxy, k)
               for i in range(len(CASES)) for k in sharding_case("tagged", i)["keys"]}
     assert served == {0, 1}
+
+
+@pytest.mark.skip(reason="RESP3 behind nutcracker: bloomproxy refuses HELLO 3 with upstream-kind "
+                         "sharding-proxy (test_resp3.py::test_hello_3_behind_a_sharding_proxy_"
+                         "is_refused), so no RESP3 replay is possible there; the RESP3 replies "
+                         "are replayed standalone and on the cluster")
+def test_sharding_case_resp3():
+    """Placeholder that states why the RESP3 vectors are not replayed behind nutcracker."""
