@@ -111,5 +111,8 @@ for m = 1, tonumber(ARGV[11]) do
 end
 tk_flush_buckets()
 tk_flush_heap()
+-- The name itself changes with every update, as a module key does: a client's WATCH on it, or
+-- its CLIENT TRACKING, sees the write.
+redis.call('HINCRBY', NAME, 'v', 1)
 out[#out + 1] = tk_fields()
 return out

@@ -1,7 +1,7 @@
 -- A Top-K sketch as the TOPK scripts see it (docs/topk.md has the whole layout):
 --
 --   KEYS[1]             hash    tk "1" (layout), id, k, width, depth, decay ("%.17g"), sh (bytes
---                               per bucket shard, a multiple of 8)
+--                               per bucket shard, a multiple of 8), v (updates so far)
 --   P:tk:<id>:b.<s>     string  buckets 8 bytes each: u32 fp, u32 count (BITFIELD, big-endian);
 --                               bucket j (row-major: row r holds [r*width, (r+1)*width)) is in
 --                               shard floor(8j / sh)
@@ -204,6 +204,12 @@ local function tk_flush_buckets()
   end
 end
 
+-- A key made after the sketch (its items hash) expires when the sketch's other keys do.
+local function tk_same_expiry(from, to)
+  local ms = redis.call('PTTL', from)
+  if ms > 0 then redis.call('PEXPIRE', to, ms) end
+end
+
 -- The heap: its slots string read once (HS), slots changed since kept in HO[slot] = {fp, count},
 -- items read from the items hash when needed and kept in IT[slot] (false: none), changed ones
 -- listed in IT_DIRTY; all written back by tk_flush_heap.
@@ -297,9 +303,11 @@ local function tk_flush_heap()
       gone[#gone + 1] = s
     end
   end
+  local created = #set > 0 and redis.call('EXISTS', S.items) == 0
   for from = 1, #set, 6000 do
     redis.call('HSET', S.items, unpack(set, from, math.min(from + 5999, #set)))
   end
+  if created then tk_same_expiry(S.heap, S.items) end
   for from = 1, #gone, 6000 do
     redis.call('HDEL', S.items, unpack(gone, from, math.min(from + 5999, #gone)))
   end

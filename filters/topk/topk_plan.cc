@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "filters/common/plan_requests.h"
+#include "filters/topk/topk_update_plan.h"
 
 namespace bloomproxy::filters {
 namespace {
@@ -47,19 +48,7 @@ class TopkPlan : public Plan {
     step->replies = 1;
   }
 
-  // Keeps the sketch's id and depth for the next command, or forgets a sketch that is gone.
-  void Remember(const redisReply* decoded) {
-    if (cache_ == nullptr || decoded == nullptr) return;
-    if (decoded->type == REDIS_REPLY_STATUS) {
-      if (Str(decoded) == "MISSING" || Str(decoded) == "WRONGTYPE") cache_->Erase(key_);
-      return;
-    }
-    const redisReply* fields = TopkAnswerFields(decoded);
-    if (fields == nullptr) return;
-    const std::shared_ptr<TopkMeta> known = cache_->Find(key_);
-    if (known != nullptr && known->id == Str(fields->element[0])) return;
-    if (std::shared_ptr<TopkMeta> meta = TopkMetaFromFields(fields)) cache_->Put(key_, meta);
-  }
+  void Remember(const redisReply* decoded) { TopkRemember(cache_, key_, decoded); }
 
   std::string key_;
   TopkCall call_;
@@ -89,28 +78,27 @@ struct OwnedRequest {
   std::vector<std::string> items;
 };
 
-std::unique_ptr<Plan> UpdatePlan(std::shared_ptr<OwnedRequest> owned, TopkCache* cache,
+std::unique_ptr<Plan> UpdatePlan(const OwnedRequest& owned, TopkCache* cache,
                                  const TopkConfig* config) {
-  const TopkRequest& r = owned->request;
-  std::vector<TopkUpdate> updates;
+  const TopkRequest& r = owned.request;
+  std::vector<std::string> items;
+  std::vector<uint32_t> increments;
   TopkAddMember member;
   if (r.command == TopkCommand::kAdd) {
-    for (std::string_view item : r.items) updates.push_back({item, 1});
-    member.announced = updates.size();
+    items.assign(r.items.begin(), r.items.end());
+    increments.assign(items.size(), 1);
+    member.announced = items.size();
   } else {
-    for (const TopkIncrement& inc : r.increments) updates.push_back({inc.item, inc.n});
+    for (const TopkIncrement& inc : r.increments) {
+      items.emplace_back(inc.item);
+      increments.push_back(inc.n);
+    }
     member.announced = r.pairs;
-    member.error = owned->error;
+    member.error = owned.error;
   }
-  member.applied = updates.size();
-  const std::shared_ptr<TopkMeta> meta = cache->Find(r.key);
-  TopkCall call = TopkAddCall(updates, {updates.size()}, meta.get());
-  return std::make_unique<TopkPlan>(
-      owned->key, std::move(call), cache, config,
-      [owned, member](std::string_view answer, const redisReply* decoded,
-                      std::vector<std::string>*) {
-        return TopkAddReplies(answer, decoded, {member})[0];
-      });
+  member.applied = items.size();
+  return MakeTopkUpdatePlan(owned.key, std::move(items), std::move(increments), {member}, cache,
+                            config);
 }
 
 }  // namespace
@@ -131,7 +119,7 @@ std::unique_ptr<Plan> MakeTopkPlan(const TopkRequest& request, const std::string
     }
     case TopkCommand::kAdd:
     case TopkCommand::kIncrBy:
-      return UpdatePlan(owned, cache, config);
+      return UpdatePlan(*owned, cache, config);
     default: {
       const std::shared_ptr<TopkMeta> meta = cache->Find(r.key);
       return std::make_unique<TopkPlan>(
@@ -147,27 +135,11 @@ std::unique_ptr<Plan> MakeTopkAddBatchPlan(std::string key, std::vector<std::str
                                            std::vector<uint64_t> increments,
                                            std::vector<PlanMember> members, TopkCache* cache,
                                            const TopkConfig* config) {
-  auto owned_items = std::make_shared<std::vector<std::string>>(std::move(items));
-  std::vector<TopkUpdate> updates;
-  updates.reserve(owned_items->size());
-  for (size_t i = 0; i < owned_items->size(); ++i) {
-    updates.push_back({(*owned_items)[i], static_cast<uint32_t>(increments[i])});
-  }
-  std::vector<size_t> counts;
   std::vector<TopkAddMember> add_members;
-  for (const PlanMember& m : members) {
-    counts.push_back(m.count);
-    add_members.push_back({m.count, m.count, {}});
-  }
-  const std::shared_ptr<TopkMeta> meta = cache->Find(key);
-  TopkCall call = TopkAddCall(updates, counts, meta.get());
-  return std::make_unique<TopkPlan>(
-      std::move(key), std::move(call), cache, config,
-      [owned_items, add_members](std::string_view answer, const redisReply* decoded,
-                                 std::vector<std::string>* member_replies) {
-        *member_replies = TopkAddReplies(answer, decoded, add_members);
-        return member_replies->empty() ? std::string() : (*member_replies)[0];
-      });
+  for (const PlanMember& m : members) add_members.push_back({m.count, m.count, {}});
+  return MakeTopkUpdatePlan(std::move(key), std::move(items),
+                            std::vector<uint32_t>(increments.begin(), increments.end()),
+                            std::move(add_members), cache, config);
 }
 
 }  // namespace bloomproxy::filters

@@ -4,14 +4,16 @@
 --   ARGV[1..2]  marker, data-key prefix (topk_layout.lua)
 --   ARGV[3..4]  the id the proxy believes the sketch has, and the hashes sent per item (0, or
 --               1 + depth; topk_add.lua)
---   ARGV[5]     query | count | list | info
+--   ARGV[5]     query | count | list | info | snapshot
 --   ARGV[6..]   QUERY, COUNT: the items, each followed by its hashes
 --
 -- Answers the status MISSING, WRONGTYPE or DAMAGED <why>, or {results, fields}: QUERY one 1 / 0
 -- per item (whether the heap holds it), COUNT one count per item (RedisBloom's TopK_Count: the
 -- largest count among the item's buckets holding its fingerprint, only buckets >= slot 0's count
 -- when the item is in the heap), LIST every heap slot of count > 0 in slot order as count, item
--- pairs (the proxy sorts them as RedisBloom does), INFO nothing; then the sketch's fields.
+-- pairs (the proxy sorts them as RedisBloom does), INFO nothing, SNAPSHOT the whole sketch for an
+-- update the proxy works out itself (topk_commit.lua): {v, the heap's slots, its items as slot,
+-- item pairs, then every bucket shard}; then the sketch's fields.
 --@include topk/topk_layout.lua
 BITFIELD_GET = 'BITFIELD_RO'
 
@@ -42,6 +44,11 @@ if op == 'query' or op == 'count' then
       results[i] = best
     end
   end
+elseif op == 'snapshot' then
+  results[1] = redis.call('HGET', NAME, 'v') or '0'
+  results[2] = redis.call('GET', S.heap)
+  results[3] = redis.call('HGETALL', S.items)
+  for s = 0, shard_count() - 1 do results[#results + 1] = redis.call('GET', shard_key(s)) end
 elseif op == 'list' then
   for s = 0, S.k - 1 do
     local _, c = slot(s)

@@ -109,6 +109,20 @@ std::string InfoReply(const redisReply* fields) {
 
 }  // namespace
 
+std::string TopkAddMemberReply(const std::vector<TopkExpelled>& expelled, const TopkAddMember& m) {
+  std::string out;
+  protocol::AppendArrayHeader(&out, static_cast<int64_t>(m.announced));
+  for (const TopkExpelled& e : expelled) {
+    if (e.has_value()) {
+      protocol::AppendBulk(&out, TopkReplyItem(*e));
+    } else {
+      protocol::AppendNullBulk(&out);
+    }
+  }
+  out += m.error;
+  return out;
+}
+
 const redisReply* TopkAnswerFields(const redisReply* r) {
   if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements == 0) return nullptr;
   const redisReply* f = r->element[r->elements - 1];

@@ -28,6 +28,10 @@ struct TopkAddMember {
 std::vector<std::string> TopkAddReplies(std::string_view answer, const redisReply* decoded,
                                         const std::vector<TopkAddMember>& members);
 
+// A member's reply from the items it expelled (one per applied item), worked out by the proxy
+// (topk_snapshot.h).
+std::string TopkAddMemberReply(const std::vector<TopkExpelled>& expelled, const TopkAddMember& m);
+
 // The reply to TOPK.QUERY, COUNT, LIST or INFO (`request`) from topk_read.lua's answer.
 std::string TopkReadReply(const TopkRequest& request, std::string_view answer,
                           const redisReply* decoded);

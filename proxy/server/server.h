@@ -5,6 +5,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -194,6 +195,10 @@ class Server {
   void LaunchHeldBatch(std::unique_ptr<SketchBatch> batch, std::string id);  // id: batch->Id()
   std::unique_ptr<filters::Plan> HeldBatchPlan(SketchBatch* batch);
   void BatchDone(std::string id);
+  // A TOPK batch: one at a time per sketch, whatever its connection (topk_queues_).
+  void QueueTopkBatch(std::unique_ptr<SketchBatch> batch);
+  void LaunchTopkBatch(std::unique_ptr<SketchBatch> batch);
+  void TopkBatchDone(const std::string& key);
   void MaybeFinishShutdown();
 
   conf::Options options_;
@@ -250,6 +255,11 @@ class Server {
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;
+  // TOPK batches by sketch: present while one is upstream, with the batches waiting for it (at
+  // most one per connection, in arrival order). Each reads the sketch and commits only if no
+  // update came meanwhile (filters/topk/topk_update_plan.h): two of this proxy's batches on one
+  // sketch at once, on its two connections, would make one of them read again.
+  std::unordered_map<std::string, std::deque<std::unique_ptr<SketchBatch>>> topk_queues_;
   bool shutting_down_ = false;
   bool stopped_ = false;
 };

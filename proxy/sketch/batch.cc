@@ -67,6 +67,10 @@ void Server::LaunchBatches() {
   std::vector<std::unique_ptr<SketchBatch>> batches;
   batches.swap(batches_);
   for (auto& b : batches) {
+    if (b->kind == BatchKind::kTopkAdd) {
+      QueueTopkBatch(std::move(b));
+      continue;
+    }
     if (!IsHeld(b->kind)) {
       LaunchBfBatch(std::move(b));
       continue;
@@ -133,6 +137,40 @@ void Server::LaunchHeldBatch(std::unique_ptr<SketchBatch> b, std::string id) {
   held_batches_.try_emplace(id);
   PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key),
                   [this, id = std::move(id)] { BatchDone(id); });
+}
+
+void Server::QueueTopkBatch(std::unique_ptr<SketchBatch> b) {
+  auto queue = topk_queues_.find(b->key);
+  if (queue == topk_queues_.end()) {
+    topk_queues_.try_emplace(b->key);
+    return LaunchTopkBatch(std::move(b));
+  }
+  // A connection's commands stay in order: a later batch joins the one of its connection.
+  for (auto& waiting : queue->second) {
+    if (waiting->conn_id == b->conn_id && waiting->items.size() <= kMaxHeldItems) {
+      waiting->Append(std::move(*b));
+      return;
+    }
+  }
+  queue->second.push_back(std::move(b));
+}
+
+void Server::LaunchTopkBatch(std::unique_ptr<SketchBatch> b) {
+  std::unique_ptr<filters::Plan> plan = HeldBatchPlan(b.get());
+  PlanRunner::Run(this, std::move(b->slots), b->conn, std::move(plan), protocol::KeySlot(b->key),
+                  [this, key = b->key] { TopkBatchDone(key); });
+}
+
+void Server::TopkBatchDone(const std::string& key) {
+  auto queue = topk_queues_.find(key);
+  if (queue == topk_queues_.end()) return;
+  if (queue->second.empty()) {
+    topk_queues_.erase(queue);
+    return;
+  }
+  std::unique_ptr<SketchBatch> next = std::move(queue->second.front());
+  queue->second.pop_front();
+  LaunchTopkBatch(std::move(next));
 }
 
 void Server::BatchDone(std::string id) {
