@@ -116,6 +116,25 @@ def test_reserve_and_info(bp):
     assert tk.query("rp:a", "x", "") == [0, 0] and tk.count("rp:a", "x") == [0]
 
 
+def test_redis_py_own_topk_sequence(bp):
+    """The sequence redis-py's own test suite runs against RedisBloom (tests/test_bloom.py,
+    test_topk: width 50, decay 0.9, items that never meet a foreign fingerprint), with the
+    replies it expects there: expelled items, QUERY, COUNT, LIST with and without counts."""
+    tk = bp.client(decode_responses=True).topk()
+    stream = ["A", "B", "C", "D", "E", "A", "A", "B", "C", "G", "D", "B", "D", "A", "E", "E"]
+    assert tk.reserve("rpy:topk", 3, 50, 4, 0.9)
+    assert tk.add("rpy:topk", *stream, 1) == [
+        None, None, None, "A", "C", "D", None, None, "E", None, "B", "C", None, None, None, "D",
+        None]
+    letters = ["A", "B", "C", "D", "E", "F", "G"]
+    assert tk.query("rpy:topk", *letters) == [1, 1, 0, 0, 1, 0, 0]
+    assert tk.count("rpy:topk", *letters) == [4, 3, 2, 3, 3, 0, 1]
+    assert tk.reserve("rpy:topklist", 3, 50, 3, 0.9)
+    tk.add("rpy:topklist", *stream)
+    assert tk.list("rpy:topklist") == ["A", "B", "E"]
+    assert tk.list("rpy:topklist", withcount=True) == ["A", 4, "B", 3, "E", 3]
+
+
 def test_add_incrby_query_count_list_decay_one(bp):
     """A narrow sketch at decay 1 (width 6, depth 3, k 4): items share buckets, take them over
     and leave stale heap counts; every reply, expelled items included, is the model's."""
