@@ -114,6 +114,15 @@ local function read_bitfield(s, t)
     for i, j in ipairs(js) do BK[j] = {v[2 * i - 1], v[2 * i]} end
   end
 end
+-- The list of shard s in `groups`, made when missing.
+local function group(groups, s)
+  local t = groups[s]
+  if not t then
+    t = {}
+    groups[s] = t
+  end
+  return t
+end
 -- Reads every listed bucket not read yet.
 local function prefetch(list)
   local by_shard = {}
@@ -121,11 +130,7 @@ local function prefetch(list)
     if not BK[j] then
       BK[j] = true
       local s, off = bucket_place(j)
-      local t = by_shard[s]
-      if not t then
-        t = {}
-        by_shard[s] = t
-      end
+      local t = group(by_shard, s)
       t[#t + 1] = j
       t[#t + 1] = off
     end
@@ -186,12 +191,7 @@ end
 local function tk_flush_buckets()
   local by_shard = {}
   for _, j in ipairs(BK_DIRTY) do
-    local s = bucket_place(j)
-    local js = by_shard[s]
-    if not js then
-      js = {}
-      by_shard[s] = js
-    end
+    local js = group(by_shard, (bucket_place(j)))
     js[#js + 1] = j
   end
   for s, js in pairs(by_shard) do

@@ -4,60 +4,26 @@
 #include <utility>
 
 #include "filters/common/plan_requests.h"
+#include "filters/common/script_plan.h"
 #include "filters/topk/topk_update_plan.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-// One script call, sent by its SHA1 first, then by its text if the server did not have it. The
-// sketch's fields in the answer refresh the cache.
-class TopkPlan : public Plan {
- public:
-  // `fold` makes the client's reply (or, for a batch, fills member_replies_) from the answer.
-  using Fold = std::function<std::string(std::string_view answer, const redisReply* decoded,
-                                         std::vector<std::string>* member_replies)>;
-
-  TopkPlan(std::string key, TopkCall call, TopkCache* cache, const TopkConfig* config, Fold fold)
-      : key_(std::move(key)),
-        call_(std::move(call)),
-        cache_(cache),
-        config_(config),
-        fold_(std::move(fold)) {}
-
-  void Start(PlanStep* step) override { Send(step, /*body=*/false); }
-
-  void OnReplies(StepReplies& r, PlanStep* step) override {
-    const std::string_view answer = r.size() == 1 ? r.Frame(0) : std::string_view();
-    if (IsNoScript(answer) && !sent_body_) return Send(step, /*body=*/true);
-    step->done = true;
-    if (answer.empty()) {
-      step->reply = Unexpected(Named("EVALSHA"), "the reply is missing");
-      return;
-    }
-    const redisReply* decoded = answer[0] == '-' ? nullptr : r.Get(0);
-    Remember(decoded);
-    step->reply = fold_(answer, decoded, &member_replies_);
-  }
-
-  const std::vector<std::string>& MemberReplies() const override { return member_replies_; }
-
- private:
-  void Send(PlanStep* step, bool body) {
-    sent_body_ = body;
-    AppendTopkCall(&step->requests, key_, call_, body, config_->upstream);
-    step->replies = 1;
-  }
-
-  void Remember(const redisReply* decoded) { TopkRemember(cache_, key_, decoded); }
-
-  std::string key_;
-  TopkCall call_;
-  TopkCache* cache_;
-  const TopkConfig* config_;
-  Fold fold_;
-  bool sent_body_ = false;
-  std::vector<std::string> member_replies_;
-};
+// One script call (filters/common/script_plan.h) whose answer's fields refresh the cache.
+std::unique_ptr<Plan> OneCall(std::string key, TopkCall call, TopkCache* cache,
+                              const TopkConfig* config, FoldScriptAnswer fold) {
+  auto shared_call = std::make_shared<TopkCall>(std::move(call));
+  return MakeScriptPlan(
+      [key, shared_call, config](std::string* out, bool body) {
+        AppendTopkCall(out, key, *shared_call, body, config->upstream);
+      },
+      [key, cache, fold = std::move(fold)](std::string_view answer, const redisReply* decoded,
+                                           std::vector<std::string>* members) {
+        TopkRemember(cache, key, decoded);
+        return fold(answer, decoded, members);
+      });
+}
 
 // A request whose views point into storage of its own.
 struct OwnedRequest {
@@ -112,7 +78,7 @@ std::unique_ptr<Plan> MakeTopkPlan(const TopkRequest& request, const std::string
     case TopkCommand::kReserve: {
       const bool refused = !error.empty() || !TopkFits(r.params, *config);
       if (error.empty() && refused) owned->error = std::string(kTopkErrInsufficientMemory);
-      return std::make_unique<TopkPlan>(
+      return OneCall(
           owned->key, TopkReserveCall(r.params, refused, *config), nullptr, config,
           [owned](std::string_view answer, const redisReply*, std::vector<std::string>*) {
             return TopkReserveReply(owned->error, answer);
@@ -123,7 +89,7 @@ std::unique_ptr<Plan> MakeTopkPlan(const TopkRequest& request, const std::string
       return UpdatePlan(*owned, cache, config);
     default: {
       const std::shared_ptr<TopkMeta> meta = cache->Find(r.key);
-      return std::make_unique<TopkPlan>(
+      return OneCall(
           owned->key, TopkReadCall(r.command, r.items, meta.get()), cache, config,
           [owned](std::string_view answer, const redisReply* decoded, std::vector<std::string>*) {
             return TopkReadReply(owned->request, answer, decoded);

@@ -51,8 +51,10 @@ bool ParseItems(const redisReply* items, std::vector<TopkSlot>* heap) {
 }  // namespace
 
 bool TopkSnapshotFits(const TopkMeta& meta) {
-  const uint64_t bytes = 8 * (uint64_t{meta.width} * meta.depth + meta.k);
-  return meta.k <= kTopkSnapshotMaxK && bytes <= kTopkSnapshotMaxBytes;
+  // width * depth fits 64 bits (both are below 2^32); eight times it may not.
+  const uint64_t slots = uint64_t{meta.width} * meta.depth;
+  return meta.k <= kTopkSnapshotMaxK && slots <= kTopkSnapshotMaxBytes / 8 &&
+         8 * (slots + meta.k) <= kTopkSnapshotMaxBytes;
 }
 
 TopkCall TopkSnapshotCall(const TopkMeta& meta) {
@@ -81,6 +83,7 @@ bool ParseTopkSnapshot(const redisReply* results, const redisReply* fields, Topk
   std::string buckets;
   for (size_t i = 3; i < results->elements; ++i) {
     out->shards.emplace_back(Str(results->element[i]));
+    if (out->shards.back().size() % 8 != 0) return false;  // a shard holds whole buckets
     buckets += out->shards.back();
   }
   out->sketch = NewTopkSketch(params);

@@ -335,18 +335,18 @@ TEST(TopkSnapshotFits, Limits) {
   EXPECT_FALSE(fits(10, 4294967295u, 4294967295u));
 }
 
-TEST_F(TopkSnapshotTest, BUG_ShardsThatSplitABucketAreAccepted) {
-  // BUG: only the shards' total is checked. Shards of 12 and 228 bytes (240 in all, a bucket
-  // split between them; every real shard is a multiple of 8 bytes) parse, and TopkCommitCall
-  // then rewrites shard 0 as one bucket and 4 zero bytes and shard 1 from bucket 1 on.
+TEST_F(TopkSnapshotTest, ShardsThatSplitABucketAreRefused) {
+  // Shards of 12 and 228 bytes (240 in all, a bucket split between them; every real shard is a
+  // multiple of 8 bytes): were they accepted, TopkCommitCall would rewrite shard 0 as one
+  // bucket and 4 zero bytes and shard 1 from bucket 1 on.
   Parts p = PartsOf(Sample(), 240);
   p.shards = {p.shards[0].substr(0, 12), p.shards[0].substr(12)};
   EXPECT_FALSE(Parses(p));
 }
 
-TEST(TopkSnapshotFits, BUG_BucketBytesOverflowingTwoToTheSixtyFourFit) {
-  // BUG: 8 * (width * depth + k) is computed in 64 bits: width 2^31, depth 2^30, k 1 gives
-  // 8 * (2^61 + 1) = 2^64 + 8, which wraps to 8 bytes, and the 16 EiB sketch "fits".
+TEST(TopkSnapshotFits, BucketBytesPastTwoToTheSixtyFourDoNotFit) {
+  // 8 * (width * depth + k) does not fit 64 bits for width 2^31, depth 2^30, k 1: 8 * (2^61 + 1)
+  // = 2^64 + 8 would wrap to 8 bytes and the 16 EiB sketch "fit".
   TopkMeta m;
   m.id = std::string(kId);
   m.k = 1;
