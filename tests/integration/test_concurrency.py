@@ -142,8 +142,12 @@ def test_client_leaving_with_replies_pending_does_not_disturb_others(bp):
 
 
 def test_slow_reader_does_not_stall_other_clients(bp, redis_instance):
-    """A client that pipelines big replies and does not read them for a while: the others keep
-    getting prompt replies, and the slow client eventually gets all of its replies intact."""
+    """A client that pipelines big replies (60 MB) and reads none of them while another client
+    makes 200 round trips: every one of those is answered although the slow client has read
+    nothing (a proxy that held the other client's replies behind the slow one's would leave it
+    waiting until the slow client reads, and its read would time out), and the slow client then
+    gets all of its replies intact. No clock: the proxy's speed (an ASan build copying 60 MB) is
+    bench/'s business, not this test's."""
     import time
     value = bytes(range(256)) * 4096  # 1 MB
     redis_instance.client().set("big", value)
@@ -151,15 +155,10 @@ def test_slow_reader_does_not_stall_other_clients(bp, redis_instance):
     n = 60
     slow.send(cmd("GET", "big") * n + cmd("PING"))
     time.sleep(0.3)
-    with RawConn(bp.port, timeout=5) as other:
-        t_end = time.monotonic() + 2
-        i = 0
-        while time.monotonic() < t_end:
-            t0 = time.monotonic()
+    with RawConn(bp.port, timeout=10) as other:
+        for i in range(200):
             assert other.command("SET", "o", str(i)) == b"OK"
             assert other.command("GET", "o") == str(i).encode()
-            assert time.monotonic() - t0 < 0.5, "stalled behind a slow reader"
-            i += 1
     for k in range(n):
         assert slow.read_reply() == value, k
     assert slow.read_reply() == b"PONG"
