@@ -8,6 +8,6 @@
 
 --@include common/markers.lua
 if redis.call('EXISTS', unpack(MK)) > 0 and redis.call('TYPE', KEYS[1]).ok == 'hash' then
-  return {err = 'ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter or count-min sketch is not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)'}
+  return {err = 'ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch or Top-K sketch is not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)'}
 end
 return redis.pcall(unpack(ARGV))

@@ -59,9 +59,9 @@ inline constexpr size_t kMaxScriptArgs = 7000;
 // quote: it is a Lua string there; tests/unit/key_scripts_test.cc holds the two equal). What the
 // proxy stores is not RedisBloom's RDB format, so no payload could be one.
 inline constexpr std::string_view kDumpRefused =
-    "ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter or count-min sketch is not supported "
-    "(save a filter with BF.SCANDUMP or CF.SCANDUMP, restore it with BF.LOADCHUNK or "
-    "CF.LOADCHUNK)";
+    "ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch or Top-K sketch is "
+    "not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, restore it with BF.LOADCHUNK "
+    "or CF.LOADCHUNK)";
 
 // The scripts, filters/common/key_*.lua (what each takes and returns is documented at the top of
 // its file), for tests.
