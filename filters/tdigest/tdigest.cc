@@ -157,6 +157,8 @@ bool TdigestAddNode(Tdigest* t, double mean, int64_t weight) {
   if (static_cast<int64_t>(t->nodes.size()) >= TdigestCapacity(t->compression) - 1) {
     TdigestCompress(t);
   }
+  // A compression that merged nothing leaves the slots full (huge weights with C = 1 do it).
+  if (static_cast<int64_t>(t->nodes.size()) >= TdigestCapacity(t->compression)) return false;
   int64_t unmerged = 0;
   int64_t total = 0;
   if (__builtin_add_overflow(t->unmerged_weight, weight, &unmerged) ||

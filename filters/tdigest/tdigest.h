@@ -56,7 +56,9 @@ size_t TdigestUnmergedNodes(const Tdigest& t);
 // nothing is buffered; a digest of total weight <= 1 is sorted but never merged.
 void TdigestCompress(Tdigest* t);
 // Adds one node (TDIGEST.ADD: weight 1; MERGE: a centroid). Compresses first when the buffer is
-// full. False (nothing added) when the weights would pass INT64_MAX ("overflow detected").
+// full. False (nothing added, "overflow detected") when the slots are still full after that
+// compression (it merged nothing: huge weights with C = 1 do it, the recordings' huge_weights),
+// or when the weights would pass INT64_MAX.
 bool TdigestAddNode(Tdigest* t, double mean, int64_t weight);
 // td_merge(into, from): compresses both in place, then adds every node of `from`. False on the
 // first overflow (the nodes before it stay added).
