@@ -4,6 +4,10 @@
 #include <cstdio>
 #include <utility>
 
+#if defined(__FAST_MATH__)
+#error "t-digest replies must be bit-exact: build filters/tdigest without -ffast-math"
+#endif
+
 namespace bloomproxy::filters {
 namespace {
 
@@ -61,7 +65,8 @@ double QuantileAt(const Tdigest& t, double index) {
     return t.min + ((index - 1) / (w0 / 2 - 1)) * (t.nodes[0].mean - t.min);
   }
   if (index > static_cast<double>(t.merged_weight - 1)) return t.max;
-  if (wl > 1 && mwd - index <= wl / 2) return t.max - ((mwd - index - 1) / (wl / 2 - 1)) * (t.max - ml);
+  if (wl > 1 && mwd - index <= wl / 2)
+    return t.max - ((mwd - index - 1) / (wl / 2 - 1)) * (t.max - ml);
   double wsf = w0 / 2;
   for (size_t i = 0; i + 1 < n; ++i) {
     const double a = Weight(t, i);
@@ -122,24 +127,25 @@ void TdigestCompress(Tdigest* t) {
   if (t->nodes.size() == t->merged) return;
   const size_t n = t->nodes.size();
   SortNodes(&t->nodes, 0, static_cast<int64_t>(n) - 1);
-  const double total = static_cast<double>(t->merged_weight) +
-                       static_cast<double>(t->unmerged_weight);
+  const double total =
+      static_cast<double>(t->merged_weight) + static_cast<double>(t->unmerged_weight);
   if (total <= 1) return;  // one observation: sorted, never merged, not counted
-  const double normalizer = static_cast<double>(t->compression) / ((2 * kPi) * total * std::log(total));
+  const double normalizer =
+      static_cast<double>(t->compression) / ((2 * kPi) * total * std::log(total));
   std::vector<TdigestNode>& nodes = t->nodes;
   size_t cur = 0;
   double wsf = 0.0;
   for (size_t i = 1; i < n; ++i) {
-    const double proposed = static_cast<double>(nodes[cur].weight) +
-                            static_cast<double>(nodes[i].weight);
+    const double proposed =
+        static_cast<double>(nodes[cur].weight) + static_cast<double>(nodes[i].weight);
     const double z = proposed * normalizer;
     const double q0 = wsf / total;
     const double q2 = (wsf + proposed) / total;
     if (z <= q0 * (1 - q0) && z <= q2 * (1 - q2)) {
       nodes[cur].weight += nodes[i].weight;
       const double delta = nodes[i].mean - nodes[cur].mean;
-      nodes[cur].mean += (delta * static_cast<double>(nodes[i].weight)) /
-                         static_cast<double>(nodes[cur].weight);
+      nodes[cur].mean +=
+          (delta * static_cast<double>(nodes[i].weight)) / static_cast<double>(nodes[cur].weight);
     } else {
       wsf += static_cast<double>(nodes[cur].weight);
       ++cur;
