@@ -1,8 +1,8 @@
 // The recorded RedisBloom TDIGEST replies in tests/fixtures/tdigest/ (tdigest-cases.json /
 // tdigest-expected.json, the format of the BF recordings: each case's commands run on a fresh key
 // set, one raw RESP2 reply per command, base64-encoded; binary arguments as {"hex": ...}), and
-// tdigest-resp3-expected.json, the same commands' replies after HELLO 3. BP_FIXTURES is the fixtures
-// folder (a compile definition); the JSON reader and decoders are bf_fixtures.h's.
+// tdigest-resp3-expected.json, the same commands' replies after HELLO 3. BP_FIXTURES is the
+// fixtures folder (a compile definition); the JSON reader and decoders are bf_fixtures.h's.
 #pragma once
 
 #include <map>

@@ -350,10 +350,10 @@ TEST(TdigestModelTest, Resp3DiffersOnlyInTheShapesTheModelConverts) {
       if (resp3[i] != c.replies[i]) changed.insert(Upper(c.cmds[i][0]));
     }
   }
-  EXPECT_EQ(changed, (std::set<std::string>{"TDIGEST.MIN", "TDIGEST.MAX", "TDIGEST.QUANTILE",
-                                            "TDIGEST.CDF", "TDIGEST.TRIMMED_MEAN",
-                                            "TDIGEST.BYRANK", "TDIGEST.BYREVRANK", "TDIGEST.INFO",
-                                            "BF.ADD", "BF.EXISTS"}));
+  EXPECT_EQ(changed,
+            (std::set<std::string>{"TDIGEST.MIN", "TDIGEST.MAX", "TDIGEST.QUANTILE", "TDIGEST.CDF",
+                                   "TDIGEST.TRIMMED_MEAN", "TDIGEST.BYRANK", "TDIGEST.BYREVRANK",
+                                   "TDIGEST.INFO", "BF.ADD", "BF.EXISTS"}));
 }
 
 }  // namespace
