@@ -120,6 +120,26 @@ TEST(TdigestTest, FullBufferCompressesBeforeTheAdd) {
   EXPECT_EQ(sum, 15);
 }
 
+// C = 1 over 1, 2, 3, 4 (W = 4, norm = 1 / (2 pi 4 log 4) ~ 0.0287): node 1 stays alone (q0 = 0),
+// 2 and 3 merge (z ~ 0.057 <= 3/16 on both sides) into mean 2 + (3-2)*1/2 = 2.5, and 4 stays
+// alone (q2 = 1).
+TEST(TdigestTest, CompressionMergesByHand) {
+  Tdigest t = Digest(1, {4, 2, 3, 1});
+  TdigestCompress(&t);
+  ASSERT_EQ(t.merged, 3u);
+  EXPECT_EQ(t.nodes[0].mean, 1);
+  EXPECT_EQ(t.nodes[0].weight, 1);
+  EXPECT_EQ(t.nodes[1].mean, 2.5);
+  EXPECT_EQ(t.nodes[1].weight, 2);
+  EXPECT_EQ(t.nodes[2].mean, 4);
+  EXPECT_EQ(t.nodes[2].weight, 1);
+  EXPECT_EQ(t.merged_weight, 4);
+  EXPECT_EQ(t.unmerged_weight, 0);
+  EXPECT_EQ(t.total_compressions, 1);
+  TdigestCompress(&t);  // nothing buffered: not counted
+  EXPECT_EQ(t.total_compressions, 1);
+}
+
 // The library's quicksort is not stable: equal means keep the order it leaves them in, with
 // their weights. [(5,1) (5,2) (5,3)]: pivot slot 1 swapped to the end, nothing is smaller, the
 // pivot swapped back to slot 0 -> [(5,2) (5,3) (5,1)]; no merge (z > 1/4 everywhere).
@@ -134,6 +154,70 @@ TEST(TdigestTest, QuicksortOrderOfEqualMeans) {
   EXPECT_EQ(t.nodes[1].weight, 3);
   EXPECT_EQ(t.nodes[2].weight, 1);
   EXPECT_EQ(TdigestCdf(&t, 5), 0.5);  // the whole run of equal means
+}
+
+// A hand-made merged digest: min 0, centroids (2, w4) (5, w2) (8, w4), max 10, weight 10.
+// Nothing is buffered, so no read changes it.
+Tdigest ThreeCentroids() {
+  Tdigest t = NewTdigest(100);
+  t.nodes = {{2, 4}, {5, 2}, {8, 4}};
+  t.merged = 3;
+  t.merged_weight = 10;
+  t.min = 0;
+  t.max = 10;
+  return t;
+}
+
+// Each branch of the quantile walk, worked by hand (index = q * 10, wsf starts at w0/2 = 2).
+TEST(TdigestTest, QuantileWalkBranches) {
+  Tdigest t = ThreeCentroids();
+  // a. index < w0/2: min + ((index-1) / (w0/2-1)) * (mean0 - min); below index 1 it goes under
+  // min (QUANTILE has no index < 1 rule).
+  EXPECT_EQ(TdigestQuantiles(&t, {0.15, 0.1, 0.05}), (std::vector<double>{1, 0, -1}));
+  // b. index > MW-1 -> max.
+  EXPECT_EQ(TdigestQuantiles(&t, {0.95, 1}), (std::vector<double>{10, 10}));
+  // c. MW - index <= wl/2: max - ((MW-index-1) / (wl/2-1)) * (max - ml).
+  EXPECT_EQ(TdigestQuantiles(&t, {0.85, 0.8}), (std::vector<double>{9, 8}));
+  // d. between centroids: weighted average of the two means.
+  EXPECT_EQ(TdigestQuantiles(&t, {0.3, 0.5, 0.6}), (std::vector<double>{3, 5, 6}));
+  // The BYRANK path returns min below index 1.
+  EXPECT_EQ(TdigestQuantile(&t, 0.05), 0);
+  EXPECT_EQ(TdigestQuantile(&t, 0.3), 3);
+  EXPECT_TRUE(std::isnan(TdigestQuantile(&t, 1.5)));
+  EXPECT_EQ(t.total_compressions, 0);
+}
+
+TEST(TdigestTest, CdfTailsAndCentroids) {
+  Tdigest t = ThreeCentroids();
+  EXPECT_EQ(TdigestCdf(&t, 0), 0.05);   // x == min: 0.5 / MW
+  EXPECT_EQ(TdigestCdf(&t, 1), 0.15);   // left tail: (1 + (1/2) * (4/2 - 1)) / 10
+  EXPECT_EQ(TdigestCdf(&t, 10), 0.95);  // x == max: 1 - 0.5 / MW
+  EXPECT_EQ(TdigestCdf(&t, 9), 0.85);   // right tail
+  EXPECT_EQ(TdigestCdf(&t, 5), 0.5);    // on a centroid: (4 + 2/2) / 10
+  EXPECT_EQ(TdigestCdf(&t, 3), 0.3);    // between: (0 + 4/2 + (3 * 1) / 3) / 10
+  // The last centroid's mean is not matched by the loop (it stops at n-2): 1 - 0.5 / MW.
+  EXPECT_EQ(TdigestCdf(&t, 8), 0.95);
+  EXPECT_EQ(TdigestCdf(&t, -1), 0);
+  EXPECT_EQ(TdigestCdf(&t, 11), 1);
+}
+
+TEST(TdigestTest, TrimmedMeanCuts) {
+  Tdigest t = ThreeCentroids();
+  // lw = 1, hw = 9: 3 of the first centroid, all of the second, 3 of the third: 40 / 8.
+  EXPECT_EQ(TdigestTrimmedMean(&t, 0.1, 0.9), 5);
+  EXPECT_EQ(TdigestTrimmedMean(&t, 0, 1), 5);
+  EXPECT_EQ(TdigestTrimmedMean(&t, 0, 0.4), 2);  // hw = 4: the first centroid only
+}
+
+// RANK rounds half down, REVRANK rounds p half away from zero before subtracting.
+TEST(TdigestTest, RankRounding) {
+  Tdigest t = ThreeCentroids();
+  // cdf(1) * 10 = 1.5: RANK 1, REVRANK round(10 - round(1.5)) = 8.
+  EXPECT_EQ(TdigestRanks(&t, {1, 3, 9}, false), (std::vector<int64_t>{1, 3, 8}));
+  EXPECT_EQ(TdigestRanks(&t, {1, 3, 9}, true), (std::vector<int64_t>{8, 7, 1}));
+  EXPECT_EQ(TdigestByRanks(&t, {3}, false), std::vector<double>{3});
+  EXPECT_EQ(TdigestByRanks(&t, {3}, true), std::vector<double>{6});  // p = ((10-3)-1)/10
+  EXPECT_EQ(TdigestByRanks(&t, {10}, false), std::vector<double>{INFINITY});
 }
 
 TEST(TdigestTest, AddKeepsStrictMinMax) {
