@@ -80,19 +80,20 @@ bool ParseTopkSnapshot(const redisReply* results, const redisReply* fields, Topk
   out->v = std::string(Str(results->element[0]));
   out->heap = std::string(Str(results->element[1]));
   out->shards.clear();
-  std::string buckets;
+  size_t bytes = 0;
   for (size_t i = 3; i < results->elements; ++i) {
     out->shards.emplace_back(Str(results->element[i]));
     if (out->shards.back().size() % 8 != 0) return false;  // a shard holds whole buckets
-    buckets += out->shards.back();
+    bytes += out->shards.back().size();
   }
   out->sketch = NewTopkSketch(params);
   TopkSketch& sk = out->sketch;
-  if (buckets.size() != 8 * sk.buckets.size() || out->heap.size() != 8 * sk.heap.size()) {
-    return false;
-  }
-  for (size_t j = 0; j < sk.buckets.size(); ++j) {
-    sk.buckets[j] = {LoadU32(&buckets[8 * j]), LoadU32(&buckets[8 * j + 4])};
+  if (bytes != 8 * sk.buckets.size() || out->heap.size() != 8 * sk.heap.size()) return false;
+  size_t j = 0;  // buckets decoded from each shard in place, without joining the shards first
+  for (const std::string& shard : out->shards) {
+    for (size_t b = 0; b < shard.size(); b += 8, ++j) {
+      sk.buckets[j] = {LoadU32(&shard[b]), LoadU32(&shard[b + 4])};
+    }
   }
   for (size_t s = 0; s < sk.heap.size(); ++s) {
     sk.heap[s].fp = LoadU32(&out->heap[8 * s]);
