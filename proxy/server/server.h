@@ -15,6 +15,7 @@
 #include "filters/bloom/bf_plan.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/cuckoo/cf_plan.h"
+#include "filters/tdigest/tdigest_scripts.h"
 #include "filters/topk/topk_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/client/acl.h"
@@ -150,6 +151,7 @@ class Server {
   filters::CfCache& cf_cache() { return cf_cache_; }
   const filters::TopkConfig& topk_config() const { return topk_config_; }
   filters::TopkCache& topk_cache() { return topk_cache_; }
+  const filters::TdigestConfig& tdigest_config() const { return tdigest_config_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -253,6 +255,7 @@ class Server {
   filters::TopkConfig topk_config_;
   filters::TopkCache topk_cache_;
   filters::TopkStates topk_states_;
+  filters::TdigestConfig tdigest_config_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;
