@@ -123,18 +123,20 @@ class Server {
   // Whether clients see the one-node cluster (INFO's cluster_enabled:1, CLUSTER SLOTS and
   // friends answered here): always with a Redis Cluster upstream, else only with cluster-view.
   bool cluster_view() const;
-  // BF.* emulation: on unless bf-mode is forward; CMS.*, CF.* and TOPK.* the same with
-  // cms-mode, cf-mode and topk-mode.
+  // BF.* emulation: on unless bf-mode is forward; CMS.*, CF.*, TOPK.* and TDIGEST.* the same
+  // with cms-mode, cf-mode, topk-mode and tdigest-mode.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
   bool cms_emulate() const { return options_.cms_mode == conf::BfMode::kEmulate; }
   bool cf_emulate() const { return options_.cf_mode == conf::BfMode::kEmulate; }
   bool topk_emulate() const { return options_.topk_mode == conf::BfMode::kEmulate; }
+  bool tdigest_emulate() const { return options_.tdigest_mode == conf::BfMode::kEmulate; }
   // The sketch families the proxy answers itself.
   filters::SketchFamilies emulated() const {
     return (bf_emulate() ? filters::FamilyBit(filters::SketchFamily::kBloom) : 0) |
            (cms_emulate() ? filters::FamilyBit(filters::SketchFamily::kCms) : 0) |
            (cf_emulate() ? filters::FamilyBit(filters::SketchFamily::kCuckoo) : 0) |
-           (topk_emulate() ? filters::FamilyBit(filters::SketchFamily::kTopk) : 0);
+           (topk_emulate() ? filters::FamilyBit(filters::SketchFamily::kTopk) : 0) |
+           (tdigest_emulate() ? filters::FamilyBit(filters::SketchFamily::kTdigest) : 0);
   }
   bool emulates(filters::SketchFamily f) const { return (emulated() & filters::FamilyBit(f)) != 0; }
   // The TLS context of upstream connections; null without upstream-tls.
