@@ -295,7 +295,8 @@ def test_redis_py_cluster_client(redis_cluster, cluster_proxy):
         served = set()
         for i, name in enumerate(CLUSTER_CASES):
             case = tagged(BY_NAME[name], b"{rc%d}" % i)
-            assert all(a[0].upper().startswith(b"TDIGEST.") for a in case["cmds"]), name
+            assert all(a[0].upper().startswith(b"TDIGEST.") or a[0] == b"EXISTS"
+                       for a in case["cmds"]), name
             served.add(redis_cluster.node_for_key(case["keys"][0]).port)
             want = against_recording(case["cmds"], case["replies"], lambda port: drive(
                 redis.Redis(host=HOST, port=port, socket_timeout=10), case["cmds"]))
@@ -305,7 +306,7 @@ def test_redis_py_cluster_client(redis_cluster, cluster_proxy):
         assert len(served) == 3, served
         assert rc.execute_command("COMMAND GETKEYS", "TDIGEST.MERGE", "{a}d", 3, "{a}x", "{a}y",
                                   "{a}z", "OVERRIDE", target_nodes=ClusterClient.RANDOM) == \
-            [b"{a}d", b"{a}x", b"{a}y", b"{a}z"]
+            ["{a}d", "{a}x", "{a}y", "{a}z"]  # RedisCluster's callback gives text
         assert rc.type("{rc0}td1:s2") == b"TDIS-TYPE"
         assert rc.delete("{rc0}td1:s2") == 1 and rc.exists("{rc0}td1:s2") == 0
     finally:
