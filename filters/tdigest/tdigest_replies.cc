@@ -90,6 +90,8 @@ bool ParseTdigestHeader(std::string_view bytes, TdigestHeader* out) {
 
 std::string TdigestCreateReply(const std::string& error, std::string_view answer,
                                const redisReply* decoded) {
+  // tdigest_create.lua never answers MISSING (nor does RedisBloom's CREATE say so).
+  if (Status(decoded) == "MISSING") return Nonsense(answer);
   if (std::string failure = FailureReply(answer, decoded); !failure.empty()) return failure;
   const std::string status = Status(decoded);
   if (status == "EXISTS") return std::string(kTdigestErrKeyExists);
@@ -123,9 +125,12 @@ std::vector<std::string> TdigestAddReplies(std::string_view answer, const redisR
   std::vector<std::string> out;
   for (size_t i = 0; i < commands; ++i) {
     const redisReply* e = decoded->element[i];
-    out.push_back(e->type == REDIS_REPLY_INTEGER && e->integer == 1
-                      ? std::string("+OK\r\n")
-                      : std::string(kTdigestErrOverflow));
+    // 1: every value added; 0: "overflow detected"; anything else makes no sense.
+    if (e->type != REDIS_REPLY_INTEGER || (e->integer != 0 && e->integer != 1)) {
+      *shared = Nonsense(answer);
+      return {};
+    }
+    out.push_back(e->integer == 1 ? std::string("+OK\r\n") : std::string(kTdigestErrOverflow));
   }
   return out;
 }
