@@ -141,7 +141,8 @@ std::string TdigestReadReply(const TdigestRequest& request, std::string_view ans
   TdigestHeader h;
   if (decoded == nullptr || decoded->type != REDIS_REPLY_ARRAY || decoded->elements != 2 ||
       decoded->element[0]->type != REDIS_REPLY_STRING ||
-      decoded->element[1]->type != REDIS_REPLY_STRING || !ParseTdigestHeader(Str(decoded->element[0]), &h)) {
+      decoded->element[1]->type != REDIS_REPLY_STRING ||
+      !ParseTdigestHeader(Str(decoded->element[0]), &h)) {
     return Nonsense(answer);
   }
   const std::string_view results = Str(decoded->element[1]);
@@ -159,13 +160,12 @@ std::string TdigestReadReply(const TdigestRequest& request, std::string_view ans
       break;
   }
   const size_t n = results.size() / 8;
-  const size_t expected =
-      request.command == TdigestCommand::kTrimmedMean
-          ? 1
-          : (request.command == TdigestCommand::kByRank ||
-                     request.command == TdigestCommand::kByRevRank
-                 ? request.ranks.size()
-                 : request.values.size());
+  const size_t expected = request.command == TdigestCommand::kTrimmedMean
+                              ? 1
+                              : (request.command == TdigestCommand::kByRank ||
+                                         request.command == TdigestCommand::kByRevRank
+                                     ? request.ranks.size()
+                                     : request.values.size());
   if (results.size() % 8 != 0 || n != expected) return Nonsense(answer);
   if (request.command == TdigestCommand::kTrimmedMean) {
     return TdigestDoubleReply(DoubleAt(results, 0), false);
