@@ -9,6 +9,8 @@ A sequence is a list of commands, each a list of bytes. Three kinds:
 - merges(): several digests of mixed compressions merged into new and existing destinations and
   into their own sources, with repeated sources, COMPRESSION and OVERRIDE in every order, DEL
   and RESET in between;
+- errors(): every command with bad arguments on digests, missing keys and strings (the key's
+  error and the argument's come in RedisBloom's order);
 - overflow(): a digest multiplied by self-merges past 2^53 towards INT64_MAX, then topped up
   with copies of its earlier selves and single ADDs until every step overflows.
 """
@@ -212,7 +214,7 @@ def merge_tail(rng):
 def merges(rng, prefix, steps):
     """Digests of mixed compressions and fill levels merged every way, with reads, ADDs,
     RESETs and DELs in between."""
-    names = [prefix + b":%d" % i for i in range(7)]
+    names = [prefix + b":%d" % i for i in range(6)] + [prefix]
     reads = {k: Reads(rng, k) for k in names}
     live, cmds = set(), []
 
@@ -316,3 +318,114 @@ def overflow(rng, prefix, compression, steps):
     cmds.append([b"TDIGEST.MERGE", big, b"2", big, big, b"OVERRIDE"])
     cmds += reads.all()
     return cmds
+
+
+BAD_DOUBLES = (b"abc", b"", b"nan", b"-nan", b"1e999", b"1e-400", b"1 ", b"1\x00", b" 1",
+               b"0x", b"--1")
+BAD_INTS = (b"abc", b"", b"1.5", b"-0", b"+1", b"01", b"1e3", b"9223372036854775808", b"-1",
+            b"0")
+
+
+def errors(rng, prefix, count):
+    """Commands with bad arguments (and good ones) on a digest, a missing key and a string, in
+    random order: the key's errors and the arguments' in RedisBloom's order. Includes arity
+    errors (so never inside MULTI)."""
+    digest, missing, string = prefix + b":d", prefix + b":none", prefix + b":s"
+    cmds = [[b"TDIGEST.CREATE", digest, b"COMPRESSION", b"7"],
+            [b"TDIGEST.ADD", digest] + [num(rng.gauss(0, 1)) for _ in range(30)],
+            [b"SET", string, b"x"]]
+    keys = (digest, digest, missing, string)
+    bad_d = lambda: rng.choice(BAD_DOUBLES)  # noqa: E731
+    good_d = lambda: num_text(rng.gauss(0, 2), rng)  # noqa: E731
+    mixed = lambda n: [bad_d() if rng.random() < 0.3 else good_d()  # noqa: E731
+                       for _ in range(n)]
+    for _ in range(count):
+        k = rng.choice(keys)
+        r = rng.randrange(12)
+        n = rng.randint(0, 3)
+        if r == 0:
+            cmds.append([b"TDIGEST.ADD", k] + mixed(n) + [rng.choice((b"inf", b"-inf",
+                                                                       bad_d(), good_d()))])
+        elif r == 1:
+            qs = [rng.choice((b"0.5", b"1", b"1.5", b"-0.1", b"inf", bad_d())) for _ in range(n)]
+            cmds.append([b"TDIGEST.QUANTILE", k] + qs)
+        elif r == 2:
+            cmds.append([rng.choice((b"TDIGEST.CDF", b"TDIGEST.RANK", b"TDIGEST.REVRANK")), k]
+                        + mixed(n))
+        elif r == 3:
+            ranks = [rng.choice((b"0", b"5", b"-1", b"1.5", rng.choice(BAD_INTS)))
+                     for _ in range(n)]
+            cmds.append([rng.choice((b"TDIGEST.BYRANK", b"TDIGEST.BYREVRANK")), k] + ranks)
+        elif r == 4:
+            cuts = [rng.choice((b"0", b"0.5", b"1", b"1.5", b"-1", b"0.5", bad_d()))
+                    for _ in range(rng.choice((1, 2, 2, 2, 3)))]
+            cmds.append([b"TDIGEST.TRIMMED_MEAN", k] + cuts)
+        elif r == 5:
+            tail = rng.choice(([], [b"COMPRESSION"], [b"COMPRESSION", rng.choice(BAD_INTS)],
+                               [b"compression", b"5"], [b"5", b"COMPRESSION"],
+                               [b"COMPRESSION", b"5", b"x"], [b"WRONG", b"5"],
+                               [b"COMPRESSION", b"400000000000000000"]))
+            cmds.append([b"TDIGEST.CREATE", k] + tail)
+        elif r == 6:
+            cmds.append([b"TDIGEST.MERGE", rng.choice(keys + (prefix + b":new",))] +
+                        merge_args(rng, keys))
+        elif r == 7:
+            cmds.append([rng.choice((b"TDIGEST.MIN", b"TDIGEST.MAX", b"TDIGEST.INFO",
+                                     b"TDIGEST.RESET")), k] + [b"x"] * rng.choice((0, 0, 1)))
+        elif r == 8:
+            cmds.append([rng.choice((b"TDIGEST.ADD", b"TDIGEST.QUANTILE", b"TDIGEST.MERGE",
+                                     b"TDIGEST.CDF", b"tdigest.byrank"))] + [k] * (n % 2))
+        elif r == 9:
+            cmds.append([b"DEL", digest])
+            cmds.append([b"TDIGEST.CREATE", digest])
+        else:
+            cmds.append([b"TDIGEST.ADD", digest] + [good_d() for _ in range(rng.randint(1, 9))])
+    return cmds
+
+
+def merge_args(rng, keys):
+    """MERGE's arguments after the destination, good and bad: numkeys, sources, the tail."""
+    n = rng.randint(1, 3)
+    sources = [rng.choice(keys) for _ in range(n)]
+    r = rng.random()
+    if r < 0.15:
+        count = rng.choice(BAD_INTS + (b"%d" % (n + 2),))
+    else:
+        count = b"%d" % n
+    tail = rng.choice(([], [b"OVERRIDE"], [b"COMPRESSION", b"9"], [b"COMPRESSION"],
+                       [b"COMPRESSION", rng.choice(BAD_INTS)], [b"JUNK"],
+                       [b"OVERRIDE", b"JUNK"], [b"COMPRESSION", b"OVERRIDE"],
+                       [b"COMPRESSION", b"400000000000000000"]))
+    return [count] + sources + tail
+
+
+def vary_case(rng, cmds):
+    """`cmds` with one command name in ten in lower or mixed case (names are case-insensitive)."""
+    out = []
+    for c in cmds:
+        r = rng.random()
+        if r < 0.05:
+            c = [c[0].lower()] + c[1:]
+        elif r < 0.1:
+            c = [bytes(ch ^ 32 if rng.random() < 0.5 and chr(ch).isalpha() else ch
+                       for ch in c[0])] + c[1:]
+        out.append(c)
+    return out
+
+
+def deepest_sort_order(n):
+    """0..n-1 in the arrival order that makes the t-digest's quicksort (Lomuto around the middle
+    node, tdigest_compress.lua's td_sort) pick the largest value of every range as its pivot:
+    every partition leaves all but the pivot on its left, so the sort of n buffered nodes
+    recurses n - 1 deep and compares about n^2 / 2 times."""
+    at = list(range(n))  # at[slot]: the arrival index now in that slot
+    value = [0] * n
+    hi = n - 1
+    while hi >= 2:
+        p = hi // 2
+        value[at[p]] = hi  # the pivot, the largest left; it is swapped to the end
+        at[p], at[hi] = at[hi], at[p]
+        hi -= 1
+    for slot in range(hi + 1):
+        value[at[slot]] = slot
+    return value

@@ -8,83 +8,15 @@ through the proxy (in pipelines of random depth: runs of ADD on one digest are b
 and through tests/model/tdigest_oracle, and every reply is compared byte for byte, in RESP2 and,
 after HELLO 3, in RESP3.
 
-The oracle is $TDIGEST_ORACLE (ctest sets it), else tests/model/tdigest_oracle next to
-$BLOOMPROXY_BIN. On a mismatch the commands are kept in the test's tmp folder, so that
-`tdigest_oracle < commands.resp` replays them.
+The model's side and the comparison are tdigest_check.py's.
 """
 
-import os
 import random
-import subprocess
-from pathlib import Path
 
 import pytest
 
 import tdigest_workload as work
-from bf_vectors import format_command, shorten
-from bp_helpers import BLOOMPROXY_BIN, encode_command, parse_resp
-
-
-def oracle_path():
-    path = os.environ.get("TDIGEST_ORACLE") or str(
-        Path(BLOOMPROXY_BIN).parent / "tests" / "model" / "tdigest_oracle")
-    assert os.path.exists(path), f"no t-digest model program at {path} (build tdigest_oracle)"
-    return path
-
-
-def split_replies(data):
-    """The raw RESP replies one after another in `data`."""
-    out, pos = [], 0
-    while pos < len(data):
-        _, end = parse_resp(data, pos)
-        out.append(data[pos:end])
-        pos = end
-    return out
-
-
-def oracle_replies(cmds, resp3):
-    """The model's reply to each command, as RedisBloom's bytes."""
-    args = [oracle_path()] + (["--resp3"] if resp3 else [])
-    run = subprocess.run(args, input=b"".join(encode_command(*c) for c in cmds),
-                         capture_output=True, timeout=60)
-    assert run.returncode == 0, run.stderr.decode(errors="replace")
-    replies = split_replies(run.stdout)
-    assert len(replies) == len(cmds)
-    return replies
-
-
-def proxy_replies(conn, cmds, rng):
-    """The proxy's reply to each command, sent in pipelines of random depth (1 to 200)."""
-    got, at = [], 0
-    while at < len(cmds):
-        depth = 1 if rng.random() < 0.4 else rng.randint(2, 200)
-        chunk = cmds[at:at + depth]
-        conn.send(b"".join(encode_command(*c) for c in chunk))
-        got += [conn.read_reply_raw() for _ in chunk]
-        at += len(chunk)
-    return got
-
-
-def check(bp, cmds, tmp_path, seed, resp3=False):
-    """Sends `cmds` through the proxy and the model; fails on the first replies that differ,
-    naming each command and both replies."""
-    want = oracle_replies(cmds, resp3)
-    with bp.raw(timeout=60) as conn:
-        if resp3:
-            conn.send(encode_command(b"HELLO", b"3"))
-            assert conn.read_reply_raw().startswith(b"%")
-        got = proxy_replies(conn, cmds, random.Random(seed))
-    bad = [i for i, (w, g) in enumerate(zip(want, got)) if w != g]
-    if not bad:
-        return len(cmds)
-    kept = tmp_path / "commands.resp"
-    kept.write_bytes(b"".join(encode_command(*c) for c in cmds[:bad[0] + 1]))
-    lines = [f"{len(bad)} of {len(cmds)} replies differ ({'RESP3' if resp3 else 'RESP2'}); "
-             f"commands up to the first kept in {kept}"]
-    for i in bad[:4]:
-        lines.append(f"#{i} {format_command(cmds[i], 400)}\n    model: {shorten(want[i], 600)}"
-                     f"\n    proxy: {shorten(got[i], 600)}")
-    pytest.fail("\n".join(lines))
+from tdigest_check import check, oracle_replies
 
 
 def streams(rng, compression, prefix):
@@ -104,10 +36,21 @@ def test_streams_match_model(bp, tmp_path, compression):
     assert check(bp, cmds, tmp_path, seed) > 500
 
 
-@pytest.mark.parametrize("seed", range(4))
+# Key names: plain, a hash tag, a space and a NUL, and the empty name (the seventh digest of
+# merges() is named by the prefix alone).
+MERGE_PREFIXES = (b"m0", b"{m1}", b"m 2\x00", b"")
+
+
+@pytest.mark.parametrize("seed", range(len(MERGE_PREFIXES)))
 def test_merges_match_model(bp, tmp_path, seed):
-    cmds = work.merges(random.Random(8000 + seed), b"m%d" % seed, 350)
+    cmds = work.merges(random.Random(8000 + seed), MERGE_PREFIXES[seed], 350)
     assert check(bp, cmds, tmp_path, 8000 + seed) > 300
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_argument_errors_match_model(bp, tmp_path, seed):
+    cmds = work.errors(random.Random(8500 + seed), b"e%d" % seed, 400)
+    assert check(bp, cmds, tmp_path, 8500 + seed, multi=False) > 400
 
 
 @pytest.mark.parametrize("compression", (1, 2, 5, 17, 100))
