@@ -429,3 +429,16 @@ def deepest_sort_order(n):
     for slot in range(hi + 1):
         value[at[slot]] = slot
     return value
+
+
+def interleave(rng, seqs):
+    """The commands of `seqs` (sequences on distinct keys) shuffled together, each sequence's
+    own order kept: the proxy then sees runs of ADD on one digest cut by the others' commands."""
+    seqs = [list(reversed(s)) for s in seqs if s]
+    out = []
+    while seqs:
+        s = rng.choice(seqs)
+        out.append(s.pop())
+        if not s:
+            seqs.remove(s)
+    return out
