@@ -10,13 +10,14 @@ test's tmp folder, so that `tdigest_oracle < commands.resp` replays them.
 
 import os
 import random
+import struct
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from bf_vectors import format_command, shorten
-from bp_helpers import BLOOMPROXY_BIN, encode_command, exec_block, parse_resp
+from bp_helpers import BLOOMPROXY_BIN, RawConn, encode_command, exec_block, parse_resp
 
 
 def oracle_path():
@@ -85,3 +86,65 @@ def check(bp, cmds, tmp_path, seed, resp3=False, multi=True):
         lines.append(f"#{i} {format_command(cmds[i], 400)}\n    model: {shorten(want[i], 600)}"
                      f"\n    proxy: {shorten(got[i], 600)}")
     pytest.fail("\n".join(lines))
+
+
+HEADER = struct.Struct("<dddIIqqq")
+
+
+def describe_state(data):
+    """A digest's data-key bytes as text: its header fields and node count."""
+    if data is None:
+        return "no digest"
+    c, mn, mx, m, u, mw, uw, tc = HEADER.unpack_from(data)
+    return f"C={c!r} min={mn!r} max={mx!r} M={m} U={u} MW={mw} UW={uw} TC={tc}"
+
+
+def first_node_difference(want, got):
+    """The first node (index, model's (mean, weight), proxy's) where two data strings differ."""
+    for i in range(max(len(want), len(got)) // 16):
+        a = want[56 + 16 * i:72 + 16 * i]
+        b = got[56 + 16 * i:72 + 16 * i]
+        if a != b:
+            unpack = lambda s: struct.unpack("<dq", s) if len(s) == 16 else None  # noqa: E731
+            return i, unpack(a), unpack(b)
+    return None
+
+
+def upstream_state(redis, name):
+    """The data string of digest `name` (a name without braces: its keys are "{name}:td:...")
+    read on the upstream itself, or None."""
+    assert b"{" not in name and b"}" not in name and name
+    digest_id = redis.command("HGET", name, "id")
+    if digest_id is None:
+        return None
+    return redis.command("GET", b"{" + name + b"}:td:" + digest_id + b":d")
+
+
+def check_states(bp, redis_address, cmds, tmp_path):
+    """Sends `cmds` one at a time; after each, the reply and the state of the digest it names
+    (its first key: the destination of a MERGE) must be the model's, the state byte for byte as
+    the data key on the upstream holds it (so that a difference shows where it is made, before
+    any reply shows it)."""
+    with_states = []
+    for c in cmds:
+        with_states += [c, [b"ORACLE.STATE", c[1]]]
+    want = oracle_replies(with_states, False)
+    host, port = redis_address
+    with bp.raw(timeout=60) as conn, RawConn(port, host=host, timeout=60) as redis:
+        for i, c in enumerate(cmds):
+            conn.send(encode_command(*c))
+            got = conn.read_reply_raw()
+            state = upstream_state(redis, c[1])
+            model_state = parse_resp(want[2 * i + 1])[0]
+            if got == want[2 * i] and state == model_state:
+                continue
+            kept = tmp_path / "commands.resp"
+            kept.write_bytes(b"".join(encode_command(*c) for c in cmds[:i + 1]))
+            pytest.fail(f"#{i} {format_command(c, 400)} (commands up to it kept in {kept})\n"
+                        f"    model: {shorten(want[2 * i], 600)}\n"
+                        f"    proxy: {shorten(got, 600)}\n"
+                        f"    model state: {describe_state(model_state)}\n"
+                        f"    proxy state: {describe_state(state)}\n"
+                        f"    first node that differs (index, model, proxy): "
+                        f"{first_node_difference(model_state or b'', state or b'')}")
+    return len(cmds)

@@ -116,9 +116,10 @@ class Reads:
 
     def rank(self):
         rng, n = self.rng, self.size
-        return rng.choice((0, 1, 2, max(n - 1, 0), n, n + 1, rng.randint(0, max(n, 1)),
-                           n // 2, 1 << 53, (1 << 53) + 1, 1 << 62, INT64_MAX,
-                           rng.randint(0, INT64_MAX)))
+        return min(INT64_MAX, rng.choice((0, 1, 2, max(n - 1, 0), n, n + 1,
+                                          rng.randint(0, max(n, 1)), n // 2, 1 << 53,
+                                          (1 << 53) + 1, 1 << 62, INT64_MAX,
+                                          rng.randint(0, INT64_MAX))))
 
     def quantile(self):
         return self.rng.choice((0.0, 1.0, 0.5, 0.25, 0.75, 0.01, 0.99, 0.001, 0.999, 1e-9,
@@ -442,3 +443,26 @@ def interleave(rng, seqs):
         if not s:
             seqs.remove(s)
     return out
+
+
+def int64_edge(key, compression):
+    """A digest of weight exactly 2^63 - 1024, built without rounding: ADD 7 values (2^3 - 1);
+    five times MERGE key 1023 key...key (x1024) and ADD 1023 values (+1023): 2^53 - 1; ten
+    times MERGE key 1 key (x2). Then a new minimum (its centroid keeps weight 1), ADDs up to
+    INT64_MAX and one past it (overflow). The compression of a double sum past 2^63 - 512
+    rounds it to 2^63: the merged weight, C's (int64) of it, is INT64_MIN on x86-64. From then
+    on a compression only sorts (the total, MW + UW as doubles, is <= 1), and QUANTILE walks
+    the centroids with MW - 1, which wraps to INT64_MAX in C. Needs a buffer of 600 nodes
+    (compression >= 100): a smaller one compresses, and rounds the weight down, on the way."""
+    cmds = [[b"TDIGEST.CREATE", key, b"COMPRESSION", b"%d" % compression],
+            [b"TDIGEST.ADD", key] + [b"%d" % i for i in range(7)]]
+    for _ in range(5):
+        cmds.append([b"TDIGEST.MERGE", key, b"1023"] + [key] * 1023)
+        cmds.append([b"TDIGEST.ADD", key] + [b"%d" % (i % 7) for i in range(1023)])
+    cmds += [[b"TDIGEST.MERGE", key, b"1", key] for _ in range(10)]
+    cmds += [[b"TDIGEST.INFO", key], [b"TDIGEST.ADD", key, b"-1"],
+             [b"TDIGEST.ADD", key] + [b"%d" % (i % 5) for i in range(599)],
+             [b"TDIGEST.ADD", key] + [b"0.5"] * 1025,  # 423 fit, the 424th overflows
+             [b"TDIGEST.INFO", key], [b"TDIGEST.QUANTILE", key, b"0"], [b"TDIGEST.INFO", key],
+             [b"TDIGEST.MIN", key], [b"TDIGEST.MAX", key]]
+    return cmds

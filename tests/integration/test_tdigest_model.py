@@ -4,10 +4,12 @@ tests/unit/tdigest_model_test.cc holds to every recorded RedisBloom reply), on s
 sequences the recordings do not have (tdigest_workload.py): every compression of
 tdigest_workload.COMPRESSIONS, every value distribution, ADD of one and of many values, every
 read interleaved, MERGE every way, weights past 2^53 up to the overflow, argument errors, odd key
-names, command names in any case. Each sequence goes through the proxy (in pipelines of random
-depth, where runs of ADD on one digest are batched, some inside MULTI) and through
-tests/model/tdigest_oracle, and every reply is compared byte for byte, in RESP2 and, after
-HELLO 3, in RESP3.
+names, command names in any case, weights exactly up to INT64_MAX and the merged weight
+INT64_MIN past it. Each sequence goes through the proxy (in pipelines of random depth, where
+runs of ADD on one digest are batched, some inside MULTI) and through tests/model/tdigest_oracle,
+and every reply is compared byte for byte, in RESP2 and, after HELLO 3, in RESP3; some, one
+command at a time, also compare the digest's whole state (its data key on the upstream) with the
+model's after every command.
 
 The model's side and the comparison are tdigest_check.py's.
 """
@@ -17,7 +19,7 @@ import random
 import pytest
 
 import tdigest_workload as work
-from tdigest_check import check, oracle_replies
+from tdigest_check import check, check_states, oracle_replies
 
 
 def streams(rng, compression, prefix, dists=None):
@@ -79,6 +81,32 @@ def test_weight_overflow_matches_model(bp, tmp_path, compression):
     overflows = sum(r == b"-ERR T-Digest: overflow detected\r\n" for r in want)
     assert overflows >= 10, "the sequence must reach the overflow"
     assert check(bp, cmds, tmp_path, seed) > 300
+
+
+@pytest.mark.parametrize("compression", (100, 1000))
+def test_int64_edge_matches_model(bp, redis_server, tmp_path, compression):
+    """Weights exactly up to INT64_MAX, and the merged weight INT64_MIN that C's cast of a
+    compression's double sum 2^63 gives (tdigest_workload.int64_edge): replies and states."""
+    cmds = work.int64_edge(b"edge", compression)
+    want = oracle_replies(cmds, False)
+    assert b"+Merged weight\r\n:-9223372036854775808\r\n" in want[-3]
+    assert check_states(bp, redis_server, cmds, tmp_path) == len(cmds)
+
+
+def test_states_match_model(bp, redis_server, tmp_path):
+    """Streams, merges and self-merges to the overflow one command at a time, the digest each
+    names compared after each with the model's, as the upstream holds it, byte for byte: a
+    difference shows where it is made (centroid order, a weight, a counter), before any reply
+    shows it."""
+    rng = random.Random(9800)
+    cmds = []
+    for compression in (2, 17, 100):
+        for dist in rng.sample(sorted(work.DISTRIBUTIONS), 3):
+            cmds += work.stream(rng, b"st:%s:%d" % (dist.encode(), compression), compression,
+                                dist, max(300, 2 * work.capacity(compression)))
+    cmds += work.merges(rng, b"sm", 250)
+    cmds += work.overflow(rng, b"so", 17, 100)
+    assert check_states(bp, redis_server, cmds, tmp_path) > 2000
 
 
 def test_resp3_matches_model(bp, tmp_path):

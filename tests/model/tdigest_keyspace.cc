@@ -44,6 +44,11 @@ TdigestKeyspace::Value* TdigestKeyspace::Find(std::string_view key) {
   return it == keys_.end() ? nullptr : &it->second;
 }
 
+const Tdigest* TdigestKeyspace::FindDigest(std::string_view key) {
+  const Value* v = Find(key);
+  return v == nullptr || v->type != kTdigestTypeName ? nullptr : &v->digest;
+}
+
 bool TdigestKeyspace::Upsert(const std::string& key, const std::string& type) {
   Value* v = Find(key);
   if (v == nullptr) v = &(keys_[key] = Value{type});

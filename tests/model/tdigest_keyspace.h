@@ -24,6 +24,8 @@ class TdigestKeyspace {
   // The reply to `args` (command name first) in RESP2, or RESP3 when `resp3`; "" for a command
   // the model does not know.
   std::string Run(const std::vector<std::string>& args, bool resp3);
+  // The digest at `key`, or null when the key is missing or holds another type.
+  const Tdigest* FindDigest(std::string_view key);
 
  private:
   // A key. Only what the recordings look at is kept.

@@ -9,8 +9,15 @@
 // skipped. Each gets exactly one reply on stdout, flushed at once, in RESP2 (RESP3 with --resp3,
 // as after HELLO 3). A command the model does not know is answered
 // "-ERR tdigest_oracle: unknown command '<name>'". Malformed input: a message on stderr, exit 2.
+//
+// One command of its own, for tests that compare state rather than replies:
+//   ORACLE.STATE key  -> the digest as the proxy's data key holds it (tdigest_layout.lua: the
+//                        56-byte header, then every node; little-endian) as a bulk string, or
+//                        a nil when `key` holds no digest.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -62,6 +69,32 @@ std::vector<std::string> ReadArray(std::istream& in, const std::string& header) 
   return args;
 }
 
+template <typename T>
+void Put(std::string* out, T v) {
+  char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);  // x86-64 and aarch64: little-endian already
+  out->append(bytes, sizeof v);
+}
+
+// ORACLE.STATE's reply: the digest in the proxy's data-key layout.
+std::string StateReply(const bloomproxy::filters::Tdigest* t) {
+  if (t == nullptr) return "$-1\r\n";
+  std::string s;
+  Put(&s, static_cast<double>(t->compression));
+  Put(&s, t->min);
+  Put(&s, t->max);
+  Put(&s, static_cast<uint32_t>(t->merged));
+  Put(&s, static_cast<uint32_t>(t->nodes.size() - t->merged));
+  Put(&s, t->merged_weight);
+  Put(&s, t->unmerged_weight);
+  Put(&s, t->total_compressions);
+  for (const bloomproxy::filters::TdigestNode& n : t->nodes) {
+    Put(&s, n.mean);
+    Put(&s, n.weight);
+  }
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
 std::vector<std::string> SplitWords(const std::string& line) {
   std::istringstream words(line);
   std::vector<std::string> args;
@@ -84,7 +117,9 @@ int main(int argc, char** argv) {
     const std::vector<std::string> args =
         line.rfind('*', 0) == 0 ? ReadArray(std::cin, line) : SplitWords(line);
     if (args.empty()) continue;
-    std::string reply = model.Run(args, resp3);
+    std::string reply = args[0] == "ORACLE.STATE" && args.size() == 2
+                            ? StateReply(model.FindDigest(args[1]))
+                            : model.Run(args, resp3);
     if (reply.empty()) reply = "-ERR tdigest_oracle: unknown command '" + args[0] + "'\r\n";
     std::cout << reply << std::flush;
   }
