@@ -12,7 +12,7 @@ n^2 / 2 times, some 20 s of Lua on the upstream: this file has a test to itself,
 once.
 """
 
-import tdigest_workload as work
+import tdigest_edges as edges
 from tdigest_check import check
 
 COMPRESSION = 2800
@@ -21,7 +21,7 @@ NODES = 16400
 
 def test_worst_order_sort_matches_model(bp, tmp_path):
     key = b"deep"
-    values = [b"%d" % v for v in work.deepest_sort_order(NODES)]
+    values = [b"%d" % v for v in edges.deepest_sort_order(NODES)]
     cmds = [[b"TDIGEST.CREATE", key, b"COMPRESSION", b"%d" % COMPRESSION]]
     cmds += [[b"TDIGEST.ADD", key] + values[at:at + 4100] for at in range(0, NODES, 4100)]
     cmds += [[b"TDIGEST.QUANTILE", key, b"0", b"0.001", b"0.5", b"1"], [b"TDIGEST.INFO", key]]
