@@ -33,8 +33,16 @@ local function sort_means(mean, ord, lo, hi)
     i = i + 1
     mean[i], mean[hi] = mean[hi], mean[i]
     ord[i], ord[hi] = ord[hi], ord[i]
-    if i > lo then sort_means(mean, ord, lo, i - 1) end
-    lo = i + 1
+    -- The two parts are sorted independently, so their order does not change the result: the
+    -- smaller one by a call, the larger one by the loop, so calls nest at most log2(n) deep
+    -- (Redis's Lua fails past about 16,000 nested calls).
+    if i - lo < hi - i then
+      if i > lo then sort_means(mean, ord, lo, i - 1) end
+      lo = i + 1
+    else
+      sort_means(mean, ord, i + 1, hi)
+      hi = i - 1
+    end
   end
 end
 
@@ -72,7 +80,12 @@ local function td_compress(D)
   local n = D.M + D.U
   td_sort(D, n)
   local total = i64_double(D.MWh, D.MWl) + i64_double(D.UWh, D.UWl)
-  if total <= 1 then return end
+  if total <= 1 then
+    -- Sorted, not merged: the order stays (it can change only with a merged weight that wrapped
+    -- to INT64_MIN; one observation alone is one node).
+    if n > 1 then D.changed = true end
+    return
+  end
   local norm = D.C / ((2 * PI) * total * math.log(total))
   local mean, wh, wl = D.mean, D.wh, D.wl
   local cur, wsf = 1, 0.0
