@@ -1,5 +1,6 @@
-// libFuzzer target for ParseBfRequest (BF.* argument parsing) and, when bit 6 of the first byte is
-// set, for ParseCfRequest (CF.*: cf_args_fuzz.h, included below, describes its own layout).
+// libFuzzer target for ParseBfRequest (BF.* argument parsing), when bit 6 of the first byte is
+// set for ParseCfRequest (CF.*: cf_args_fuzz.h, included below, describes its own layout), and
+// when bit 7 is set for ParseTdigestRequest (TDIGEST.*: tdigest_args_fuzz.h, likewise).
 //
 // BF input layout: the first byte picks the command name and how the rest is split:
 //   bits 0-3  0..10: the name of one of the eleven BF commands (kNames below);
@@ -8,7 +9,7 @@
 //   bit 5     arguments are separated by '\n' (else by NUL), so that either byte can be part of
 //             an argument
 //   bit 6     0 (1 picks CF.*, below)
-//   bit 7     unused
+//   bit 7     0 (1 picks TDIGEST.*, below, whatever bit 6 is)
 // The rest, split on the separator, gives the arguments after the name (none when it is empty).
 // Each argument gets its own allocation of exactly its size, so ASan catches a read past one.
 //
@@ -456,9 +457,11 @@ void Check(const std::vector<std::string_view>& args, const std::string& error,
 }  // namespace
 
 #include "tests/fuzz/cf_args_fuzz.h"
+#include "tests/fuzz/tdigest_args_fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   if (size < 1) return 0;
+  if (bytes[0] & 0x80) return td_fuzz::FuzzTd(bytes, size);
   if (bytes[0] & 0x40) return cf_fuzz::FuzzCf(bytes, size);
   const unsigned pick = bytes[0] & 0x0f;
   const bool lower = (bytes[0] & 0x10) != 0;

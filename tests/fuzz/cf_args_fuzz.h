@@ -9,7 +9,7 @@
 //   bit 4     the picked name in lower case (else upper case)
 //   bit 5     arguments are separated by '\n' (else by NUL)
 //   bit 6     1 (CF)
-//   bit 7     unused
+//   bit 7     0 (1 picks TDIGEST.*: tdigest_args_fuzz.h)
 // The rest, split on the separator, gives the arguments after the name.
 //
 // Checked: the reply (exact error bytes) and every field of the request equal the reference's;
