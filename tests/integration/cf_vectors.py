@@ -18,7 +18,7 @@ from bf_vectors import load_cases as load_bf_format
 from bp_helpers import REPO
 from cms_vectors import check_layout as check_other_layout
 from cms_vectors import cut_case, get_all
-from vector_replay import check_with_name
+from vector_replay import check_with_name, is_marker_of
 
 FIXTURES = REPO / "tests" / "fixtures" / "cf"
 CASES_PATH = FIXTURES / "cf-cases.json"
@@ -101,10 +101,8 @@ def cf_keys_of(name, keys):
         parsed = parse_data_key(k)
         if parsed and prefix_belongs_to(parsed[0], name):
             out.append(k)
-            continue
-        for m in re.finditer(re.escape(MARKER), k):
-            if k[m.end():] == name and prefix_belongs_to(k[:m.start()], name):
-                out.append(k)
+        elif is_marker_of(k, MARKER, name):
+            out.append(k)
     return sorted(out)
 
 

@@ -21,7 +21,7 @@ from bf_vectors import load_cases as load_bf_format
 from cms_vectors import check_layout as check_other_layout
 from cms_vectors import cut_case, strict_int
 from resp3_replay import with_resp3_replies
-from vector_replay import CROSSSLOT, TWO_KEYS, check_with_name, fixture_paths
+from vector_replay import CROSSSLOT, TWO_KEYS, check_with_name, fixture_paths, is_marker_of
 from vector_replay import key_positions as shared_key_positions
 
 FIXTURES, CASES_PATH, EXPECTED_PATH, RESP3_PATH = fixture_paths("tdigest")
@@ -134,10 +134,8 @@ def td_keys_of(name, keys):
         m = DATA_KEY_RE.match(k)
         if m and prefix_belongs_to(m.group("prefix"), name):
             out.append(k)
-            continue
-        for m in re.finditer(re.escape(MARKER), k):
-            if k[m.end():] == name and prefix_belongs_to(k[:m.start()], name):
-                out.append(k)
+        elif is_marker_of(k, MARKER, name):
+            out.append(k)
     return sorted(out)
 
 

@@ -2,13 +2,15 @@
 (test_{cf,cms,topk,tdigest}_vectors.py and their {cf,cms,topk,tdigest}_vectors.py): where a
 family's recordings lie, where a command has its keys, a case mapped for a cluster (keys as
 recorded, or all under one hash tag), the checks that the cases spread over the cluster's
-masters and nutcracker's servers, the check that a name's internal keys lie with it, and why
-RESP3 is not replayed behind nutcracker.
+masters and nutcracker's servers, a name's marker told from other keys, the check that a name's
+internal keys lie with it, and why RESP3 is not replayed behind nutcracker.
 
 Only the Python standard library (plus bp_helpers and bf_vectors) is used.
 """
 
-from bf_vectors import key_hash_slot
+import re
+
+from bf_vectors import key_hash_slot, prefix_belongs_to
 from bp_helpers import REPO
 
 CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
@@ -75,6 +77,13 @@ def assert_sharding_cases_spread(twemproxy, count, sharding_case, server_index):
     served = {server_index(twemproxy, k)
               for i in range(count) for k in sharding_case("tagged", i)["keys"]}
     assert served == {0, 1}
+
+
+def is_marker_of(key, marker, name):
+    """Whether `key` is the marker P<marker><name> of `name` (`marker` such as b":td:m:", P a
+    prefix that belongs to the name)."""
+    return any(key[m.end():] == name and prefix_belongs_to(key[:m.start()], name)
+               for m in re.finditer(re.escape(marker), key))
 
 
 def check_with_name(name, internal, where, owner_of, label=""):
