@@ -16,16 +16,7 @@ import secrets
 import time
 import struct
 
-
-def prefix_of(name):
-    """filters/common/key_layout.h DataKeyPrefix, for names with a hash tag or without braces."""
-    start = name.find("{")
-    if start != -1:
-        end = name.find("}", start + 1)
-        assert end > start + 1, name
-        return name
-    assert "}" not in name and name
-    return "{" + name + "}"
+from hand_keys import prefix_of
 
 
 def double_bits(x):

@@ -7,7 +7,8 @@ bloomproxy keeps a cuckoo filter in upstream (docs/cuckoo-filters.md):
     P:cf:<id>:<i>.<s>     string  sub-filter i's slots, bytes [s*sh, (s+1)*sh)
     P:cf:m:<name>         string  "1": the marker
 
-Only the Python standard library (plus bp_helpers, bf_vectors and cms_vectors) is used.
+Only the Python standard library (plus bp_helpers, bf_vectors, cms_vectors and vector_replay) is
+used.
 """
 
 import re
@@ -17,6 +18,7 @@ from bf_vectors import load_cases as load_bf_format
 from bp_helpers import REPO
 from cms_vectors import check_layout as check_other_layout
 from cms_vectors import cut_case, get_all
+from vector_replay import check_with_name, is_marker_of
 
 FIXTURES = REPO / "tests" / "fixtures" / "cf"
 CASES_PATH = FIXTURES / "cf-cases.json"
@@ -99,10 +101,8 @@ def cf_keys_of(name, keys):
         parsed = parse_data_key(k)
         if parsed and prefix_belongs_to(parsed[0], name):
             out.append(k)
-            continue
-        for m in re.finditer(re.escape(MARKER), k):
-            if k[m.end():] == name and prefix_belongs_to(k[:m.start()], name):
-                out.append(k)
+        elif is_marker_of(k, MARKER, name):
+            out.append(k)
     return sorted(out)
 
 
@@ -152,12 +152,7 @@ def check_layout(where, names, owner_of, client_of, label="", shard_bytes=None):
         internal = cf_keys_of(name, rest)
         if not internal:
             continue
-        assert name in rest, f"{label} {name!r} does not exist but its keys remain: {internal[:5]}"
-        owner = owner_of(name)
-        for k in internal:
-            assert key_hash_slot(k) == key_hash_slot(name), \
-                f"{label} {k!r} of {name!r} is not in the name's slot"
-            assert rest[k] == owner, f"{label} {k!r} of {name!r} on {rest[k]}, name on {owner}"
+        owner = check_with_name(name, internal, rest, owner_of, label)
         client = client_of(owner)
         if client.type(name) == b"hash" and client.hget(name, b"cf") == b"1":
             found = read_filter(client, name, internal)

@@ -7,7 +7,7 @@ layout): the name's hash (cms, id, width, depth, part), parts P:cms:<id>:<p> of 
 and big-endian u32 cells, and the marker P:cms:m:<name> holding "1" (filters' markers are
 P:bf:m:<name>).
 
-Only the Python standard library (plus bp_helpers and bf_vectors) is used.
+Only the Python standard library (plus bp_helpers, bf_vectors and vector_replay) is used.
 """
 
 import re
@@ -19,6 +19,7 @@ import threading
 from bf_vectors import format_command, key_hash_slot, parse_data_key, prefix_belongs_to
 from bf_vectors import load_cases as load_bf_format
 from bp_helpers import HOST, REPO, Incomplete, parse_resp
+from vector_replay import check_with_name
 
 FIXTURES = REPO / "tests" / "fixtures" / "cms"
 CASES_PATH = FIXTURES / "cms-cases.json"
@@ -493,12 +494,7 @@ def check_layout(where, names, owner_of, client_of, label=""):
         internal = internal_keys_of(name, index)
         if not internal:
             continue
-        assert name in keys, f"{label} {name!r} does not exist but its keys remain: {internal[:5]}"
-        owner = owner_of(name)
-        for k in internal:
-            assert key_hash_slot(k) == key_hash_slot(name), \
-                f"{label} {k!r} of {name!r} is not in the name's slot"
-            assert where[k] == owner, f"{label} {k!r} of {name!r} on {where[k]}, name on {owner}"
+        owner = check_with_name(name, internal, where, owner_of, label)
         if part_keys_of(name, index):
             client = client_of(owner)
             if client.type(name) == b"hash":

@@ -10,7 +10,7 @@ layout bloomproxy keeps a t-digest in upstream:
     P:td:m:<name>      string  "1": the marker
 
 (P is the name's data-key prefix, filters/common/key_layout.h.) Only the Python standard library
-(plus bp_helpers, bf_vectors, cms_vectors and resp3_replay) is used.
+(plus bf_vectors, cms_vectors, resp3_replay and vector_replay) is used.
 """
 
 import re
@@ -18,18 +18,13 @@ import struct
 
 from bf_vectors import key_hash_slot, prefix_belongs_to
 from bf_vectors import load_cases as load_bf_format
-from bp_helpers import REPO
 from cms_vectors import check_layout as check_other_layout
 from cms_vectors import cut_case, strict_int
 from resp3_replay import with_resp3_replies
+from vector_replay import CROSSSLOT, TWO_KEYS, check_with_name, fixture_paths, is_marker_of
+from vector_replay import key_positions as shared_key_positions
 
-FIXTURES = REPO / "tests" / "fixtures" / "tdigest"
-CASES_PATH = FIXTURES / "tdigest-cases.json"
-EXPECTED_PATH = FIXTURES / "tdigest-expected.json"
-RESP3_PATH = FIXTURES / "tdigest-resp3-expected.json"
-
-CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
-WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+FIXTURES, CASES_PATH, EXPECTED_PATH, RESP3_PATH = fixture_paths("tdigest")
 
 # Redis's command table arity of RedisBloom's t-digest commands (COMMAND INFO; -n: at least n
 # arguments, the name included). A command failing it is refused while queued in MULTI; the
@@ -58,10 +53,6 @@ def load_resp3_cases(cases):
 # ---------------------------------------------------------------------------------------------
 # Keys of a command, and the case keys mapped for a cluster or a sharding proxy
 
-ALL_KEYS = {b"DEL", b"EXISTS", b"UNLINK", b"TOUCH"}  # every argument (split per slot by the proxy)
-TWO_KEYS = {b"RENAME", b"RENAMENX", b"COPY"}  # one slot, or CROSSSLOT
-
-
 def merge_source_positions(args):
     """Indexes of a TDIGEST.MERGE's source keys: the numkeys arguments after numkeys, when
     numkeys is a positive integer that does not run past the arguments (RedisBloom's key spec;
@@ -72,20 +63,17 @@ def merge_source_positions(args):
     return list(range(3, 3 + n))
 
 
+def merge_positions(args):
+    """A TDIGEST.MERGE's keys: its destination and sources (None for any other command)."""
+    if args[0].upper() != b"TDIGEST.MERGE":
+        return None
+    return ([1] if len(args) > 1 else []) + merge_source_positions(args)
+
+
 def key_positions(args):
-    """Indexes of `args` that hold key names: every argument of DEL/EXISTS/UNLINK/TOUCH, the two
-    of RENAME/RENAMENX/COPY, OBJECT's third, MERGE's destination and sources, else the first
-    argument after the name."""
-    name = args[0].upper()
-    if name in ALL_KEYS:
-        return list(range(1, len(args)))
-    if name in TWO_KEYS:
-        return list(range(1, min(3, len(args))))
-    if name == b"OBJECT":
-        return [2] if len(args) > 2 else []
-    if name == b"TDIGEST.MERGE":
-        return ([1] if len(args) > 1 else []) + merge_source_positions(args)
-    return list(range(1, min(2, len(args))))
+    """Indexes of `args` that hold key names (vector_replay.key_positions), MERGE's destination
+    and sources among them."""
+    return shared_key_positions(args, merge_positions)
 
 
 def with_keys(case, rename):
@@ -146,10 +134,8 @@ def td_keys_of(name, keys):
         m = DATA_KEY_RE.match(k)
         if m and prefix_belongs_to(m.group("prefix"), name):
             out.append(k)
-            continue
-        for m in re.finditer(re.escape(MARKER), k):
-            if k[m.end():] == name and prefix_belongs_to(k[:m.start()], name):
-                out.append(k)
+        elif is_marker_of(k, MARKER, name):
+            out.append(k)
     return sorted(out)
 
 
@@ -206,12 +192,7 @@ def check_layout(where, names, owner_of, client_of, label=""):
         internal = td_keys_of(name, rest)
         if not internal:
             continue
-        assert name in rest, f"{label} {name!r} does not exist but its keys remain: {internal[:5]}"
-        owner = owner_of(name)
-        for k in internal:
-            assert key_hash_slot(k) == key_hash_slot(name), \
-                f"{label} {k!r} of {name!r} is not in the name's slot"
-            assert rest[k] == owner, f"{label} {k!r} of {name!r} on {rest[k]}, name on {owner}"
+        owner = check_with_name(name, internal, rest, owner_of, label)
         client = client_of(owner)
         assert client.type(name) == b"hash", f"{label} {name!r} has t-digest keys: {internal}"
         digests[name] = read_digest(client, name, internal)

@@ -24,12 +24,13 @@ from cms_vectors import cut_case
 from resp3_replay import Resp3Conn, replay_in_multi, with_resp3_replies
 from test_cluster_bf import keys_on_masters
 from test_sharding_bf import assert_no_upstream_errors, refusal, server_index
+from vector_replay import (KEY_MODES, assert_cluster_cases_spread, assert_sharding_cases_spread,
+                           case_for_cluster)
 
 CASES = load_cases()
 RESP3_CASES = with_resp3_replies(CASES, FIXTURES / "cf-resp3-expected.json")
 IDS = [c["name"] for c in CASES]
 SHARD_MODES = {"default": (), "shards64": ("--bf-max-shard-bytes", "64")}
-KEY_MODES = ("plain", "tagged")
 # What bloomproxy refuses behind a sharding proxy (nutcracker forwards none of them).
 REFUSED = {b"RENAME", b"RENAMENX", b"OBJECT"}
 TRANSACTIONS = {b"MULTI", b"EXEC", b"DISCARD"}
@@ -38,9 +39,7 @@ TRANSACTIONS = {b"MULTI", b"EXEC", b"DISCARD"}
 def cluster_case(mode, index, cases=CASES):
     """Case `index` for a cluster: keys as recorded (cut where slots differ) or all under the
     tag {t<index>} (one slot per case, the cases spread over the masters)."""
-    if mode == "tagged":
-        return tagged(cases[index], b"{t%d}" % index)
-    return as_cluster_answers(cases[index])
+    return case_for_cluster(cases, index, mode, tagged, as_cluster_answers)
 
 
 def sharding_case(mode, index):
@@ -164,11 +163,7 @@ def test_cluster_case_resp3(index, redis_cluster, cluster_proxy):
 
 
 def test_cluster_cases_spread_over_masters(redis_cluster):
-    masters = {m.port for m in redis_cluster.masters()}
-    for mode in KEY_MODES:
-        served = {redis_cluster.node_for_key(k).port
-                  for i in range(len(CASES)) for k in cluster_case(mode, i)["keys"]}
-        assert served == masters, mode
+    assert_cluster_cases_spread(redis_cluster, len(CASES), cluster_case)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +186,4 @@ def test_sharding_case(index, keys, twemproxy, sharding_proxy):
 
 
 def test_sharding_tagged_cases_spread_over_servers(twemproxy):
-    served = {server_index(twemproxy, k)
-              for i in range(len(CASES)) for k in sharding_case("tagged", i)["keys"]}
-    assert served == {0, 1}
+    assert_sharding_cases_spread(twemproxy, len(CASES), sharding_case, server_index)

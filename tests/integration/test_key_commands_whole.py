@@ -20,30 +20,16 @@ directly (SCAN of every master) after each step.
 
 import pytest
 
-from bp_helpers import RawConn, encode_command as cmd, wait_until
+from bp_helpers import RawConn, wait_until
+from hand_keys import DUMP_REFUSED, WRONGTYPE, prefix_of, raw
 
 SHARD = ("--bf-max-shard-bytes", "64")
-WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 OK = b"+OK\r\n"
-DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch, Top-K "
-                b"sketch or t-digest is not supported (save a filter with BF.SCANDUMP or "
-                b"CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
 # Every name of a test is in slot "kw": a cluster takes the two-key commands on them.
 NAME = "{kw}s"
 OTHER = "{kw}t"
 PLAIN = "{kw}plain"
 REF = "{kw}ref"  # a string key, straight on Redis: what Redis answers for a key of another type
-
-
-def prefix_of(name):
-    """filters/common/key_layout.h DataKeyPrefix, for names with a hash tag or without braces."""
-    start = name.find("{")
-    if start != -1:
-        end = name.find("}", start + 1)
-        assert end > start + 1, name
-        return name
-    assert "}" not in name and name
-    return "{" + name + "}"
 
 
 def marker_of(name, kind):
@@ -80,11 +66,6 @@ def env(request):
     cluster.flushall()
     p = request.getfixturevalue("cluster_proxy")(*SHARD)
     return Env(p, cluster.masters(), cluster.node_for_key, cluster=True)
-
-
-def raw(conn, *args):
-    conn.send(cmd(*args))
-    return conn.read_reply_raw()
 
 
 class Structure:

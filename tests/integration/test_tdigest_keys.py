@@ -19,30 +19,14 @@ import struct
 
 import pytest
 
-from bp_helpers import encode_command as cmd, wait_until
+from bp_helpers import wait_until
+from hand_keys import (DEADLINE, DUMP_REFUSED, NOT_SUPPORTED, SWEEP, WRONGTYPE, HandSketch,
+                       prefix_of, raw)
 
-WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
-NOT_SUPPORTED = b"-ERR not supported for this module key\r\n"
-DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch, Top-K "
-                b"sketch or t-digest is not supported (save a filter with BF.SCANDUMP or "
-                b"CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
-SWEEP = ("--sweep-interval", "1", "--sweep-grace", "1", "--loglevel", "verbose")
-DEADLINE = 60
 # Names with a prefix of each kind: "{name}" for a name without braces, the name itself when it
 # has a tag.
 NAMES = ["td", "app{g}x"]
 DBL_MAX = 1.7976931348623157e308
-
-
-def prefix_of(name):
-    """filters/common/key_layout.h DataKeyPrefix, for names with a hash tag or without braces."""
-    start = name.find("{")
-    if start != -1:
-        end = name.find("}", start + 1)
-        assert end > start + 1, name
-        return name
-    assert "}" not in name and name
-    return "{" + name + "}"
 
 
 def digest_bytes(nodes=(), compression=100.0):
@@ -58,36 +42,23 @@ def digest_bytes(nodes=(), compression=100.0):
     return out
 
 
-def raw(conn, *args):
-    conn.send(cmd(*args))
-    return conn.read_reply_raw()
-
-
-class Digest:
+class Digest(HandSketch):
     """A t-digest written straight on the upstream `r` (redis-py), in the layout above."""
 
     def __init__(self, r, name, nodes=((1.5, 1), (2.5, 2), (40.0, 7))):
-        self.r, self.name = r, name
-        self.id = secrets.token_hex(8)
+        super().__init__(r, name, "td")
         self.data = digest_bytes(nodes)
         r.hset(name, mapping={"td": "1", "id": self.id, "v": "0"})
         r.set(self.data_key(), self.data)
         r.set(self.marker(), "1")
 
     def data_key(self, name=None):
-        return f"{prefix_of(name or self.name)}:td:{self.id}:d".encode()
-
-    def marker(self, name=None):
-        name = name or self.name
-        return f"{prefix_of(name)}:td:m:{name}".encode()
+        return self.id_key("d", name)
 
     def keys(self, name=None):
         """Every key of the digest under `name` (default: its own): name, data, marker."""
         name = name or self.name
         return [name.encode(), self.data_key(name), self.marker(name)]
-
-    def internal(self, name=None):
-        return set(self.keys(name)[1:])
 
 
 @pytest.fixture

@@ -16,46 +16,23 @@ only; the sweep removes the keys of sketches gone behind the proxy's back and le
 whole.
 """
 
-import secrets
-
 import pytest
 
-from bp_helpers import encode_command as cmd, wait_until
+from bp_helpers import wait_until
+from hand_keys import (DEADLINE, DUMP_REFUSED, NOT_SUPPORTED, SWEEP, WRONGTYPE, HandSketch,
+                       prefix_of, raw)
 
-WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
-NOT_SUPPORTED = b"-ERR not supported for this module key\r\n"
-DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch, Top-K "
-                b"sketch or t-digest is not supported (save a filter with BF.SCANDUMP or "
-                b"CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
-SWEEP = ("--sweep-interval", "1", "--sweep-grace", "1", "--loglevel", "verbose")
-DEADLINE = 60
 # Names with a prefix of each kind: "{name}" for a name without braces, the name itself when it
 # has a tag.
 NAMES = ["tk", "app{g}x"]
 
 
-def prefix_of(name):
-    """filters/common/key_layout.h DataKeyPrefix, for names with a hash tag or without braces."""
-    start = name.find("{")
-    if start != -1:
-        end = name.find("}", start + 1)
-        assert end > start + 1, name
-        return name
-    assert "}" not in name and name
-    return "{" + name + "}"
-
-
-def raw(conn, *args):
-    conn.send(cmd(*args))
-    return conn.read_reply_raw()
-
-
-class Sketch:
+class Sketch(HandSketch):
     """A Top-K sketch written straight on the upstream `r` (redis-py), in the layout above."""
 
     def __init__(self, r, name, k=3, width=4, depth=2, sh=64, items=True):
-        self.r, self.name, self.k, self.has_items = r, name, k, items
-        self.id = secrets.token_hex(8)
+        super().__init__(r, name, "tk")
+        self.k, self.has_items = k, items
         self.width, self.depth, self.sh = width, depth, sh
         total = 8 * width * depth
         r.hset(name, mapping={"tk": "1", "id": self.id, "k": str(k), "width": str(width),
@@ -71,11 +48,7 @@ class Sketch:
         r.set(self.marker(), "1")
 
     def data_key(self, suffix, name=None):
-        return f"{prefix_of(name or self.name)}:tk:{self.id}:{suffix}".encode()
-
-    def marker(self, name=None):
-        name = name or self.name
-        return f"{prefix_of(name)}:tk:m:{name}".encode()
+        return self.id_key(suffix, name)
 
     def keys(self, name=None):
         """Every key of the sketch under `name` (default: its own), its name first."""
@@ -88,9 +61,6 @@ class Sketch:
             out.append(self.data_key("i", name))
         out.append(self.marker(name))
         return out
-
-    def internal(self, name=None):
-        return set(self.keys(name)[1:])
 
     def data_keys(self, name=None):
         """Its keys under its id (not its name or marker)."""

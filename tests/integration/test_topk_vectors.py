@@ -39,12 +39,13 @@ from test_sharding_bf import assert_no_upstream_errors, refusal, server_index
 from topk_vectors import (CROSSSLOT, FOREIGN, INCREMENT_ERROR, NotExact, as_cluster_answers,
                           in_multi_expected, key_positions, load_cases, load_resp3_cases,
                           model_reply, replay_in_multi, tagged)
+from vector_replay import (KEY_MODES, NO_RESP3_BEHIND_NUTCRACKER, assert_cluster_cases_spread,
+                           assert_sharding_cases_spread, case_for_cluster)
 
 CASES = load_cases()
 RESP3_CASES = load_resp3_cases(CASES)
 IDS = [c["name"] for c in CASES]
 SHARD_MODES = {"default": (), "shards64": ("--bf-max-shard-bytes", "64")}
-KEY_MODES = ("plain", "tagged")
 RENAMES = {b"RENAME", b"RENAMENX"}
 ARITY = b"-ERR wrong number of arguments for "
 # Commands of the vectors that create no key: the model ignores them.
@@ -55,9 +56,7 @@ READ_ONLY = {b"EXISTS", b"TYPE", b"GET", b"HGET", b"TTL", b"OBJECT", b"BF.EXISTS
 def cluster_case(mode, index, cases=CASES):
     """Case `index` for a cluster: keys as recorded ("plain", cut where slots differ) or all
     under the tag {t<index>} ("tagged": one slot per case, the cases spread over the masters)."""
-    if mode == "tagged":
-        return tagged(cases[index], b"{t%d}" % index)
-    return as_cluster_answers(cases[index])
+    return case_for_cluster(cases, index, mode, tagged, as_cluster_answers)
 
 
 def sharding_case(mode, index):
@@ -288,11 +287,7 @@ def test_cluster_case_resp3(index, redis_cluster, cluster_proxy):
 
 
 def test_cluster_cases_spread_over_masters(redis_cluster):
-    masters = {m.port for m in redis_cluster.masters()}
-    for mode in KEY_MODES:
-        served = {redis_cluster.node_for_key(k).port
-                  for i in range(len(CASES)) for k in cluster_case(mode, i)["keys"]}
-        assert served == masters, mode
+    assert_cluster_cases_spread(redis_cluster, len(CASES), cluster_case)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,14 +310,9 @@ def test_sharding_case(index, keys, twemproxy, sharding_proxy):
 
 
 def test_sharding_tagged_cases_spread_over_servers(twemproxy):
-    served = {server_index(twemproxy, k)
-              for i in range(len(CASES)) for k in sharding_case("tagged", i)["keys"]}
-    assert served == {0, 1}
+    assert_sharding_cases_spread(twemproxy, len(CASES), sharding_case, server_index)
 
 
-@pytest.mark.skip(reason="RESP3 behind nutcracker: bloomproxy refuses HELLO 3 with upstream-kind "
-                         "sharding-proxy (test_resp3.py::test_hello_3_behind_a_sharding_proxy_"
-                         "is_refused), so no RESP3 replay is possible there; the RESP3 replies "
-                         "are replayed standalone and on the cluster")
+@pytest.mark.skip(reason=NO_RESP3_BEHIND_NUTCRACKER)
 def test_sharding_case_resp3():
     """Placeholder that states why the RESP3 vectors are not replayed behind nutcracker."""

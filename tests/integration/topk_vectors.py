@@ -7,7 +7,7 @@ that is exact wherever the spec says replies are deterministic: decay 1 (the clo
 decrement loop) or no step against a foreign fingerprint. Anything else raises NotExact, so a
 test can never build an expectation on a random draw.
 
-Only the Python standard library (plus bp_helpers, bf_vectors, cms_vectors and resp3_replay)
+Only the Python standard library (plus bf_vectors, cms_vectors, resp3_replay and vector_replay)
 is used.
 """
 
@@ -16,17 +16,12 @@ import re
 
 from bf_vectors import key_hash_slot
 from bf_vectors import load_cases as load_bf_format
-from bp_helpers import REPO
 from cms_vectors import cut_case, murmur2, strict_int
 from resp3_replay import expected_in_multi, replay_in_multi_by_table, with_resp3_replies
+from vector_replay import CROSSSLOT, TWO_KEYS, fixture_paths, key_positions
 
-FIXTURES = REPO / "tests" / "fixtures" / "topk"
-CASES_PATH = FIXTURES / "topk-cases.json"
-EXPECTED_PATH = FIXTURES / "topk-expected.json"
-RESP3_PATH = FIXTURES / "topk-resp3-expected.json"
+FIXTURES, CASES_PATH, EXPECTED_PATH, RESP3_PATH = fixture_paths("topk")
 
-CROSSSLOT = b"-CROSSSLOT Keys in request don't hash to the same slot\r\n"
-WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 KEY_MISSING = b"-TopK: key does not exist\r\n"
 KEY_EXISTS = b"-TopK: key already exists\r\n"
 INCREMENT_ERROR = (b"-TopK: increment must be an integer greater or equal to 0" + b" " * 28 +
@@ -55,24 +50,6 @@ def load_cases():
 def load_resp3_cases(cases):
     """The same cases with the replies recorded after HELLO 3."""
     return with_resp3_replies(cases, RESP3_PATH)
-
-
-# Where the vectors' commands have their keys.
-ALL_KEYS = {b"DEL", b"EXISTS", b"UNLINK", b"TOUCH"}  # every argument
-TWO_KEYS = {b"RENAME", b"RENAMENX", b"COPY"}  # a cluster cannot split these: one slot or CROSSSLOT
-
-
-def key_positions(args):
-    """Indexes of `args` that hold key names: every argument of DEL/EXISTS/UNLINK/TOUCH, the two
-    of RENAME/RENAMENX/COPY, OBJECT's third, else the first argument after the name."""
-    name = args[0].upper()
-    if name in ALL_KEYS:
-        return list(range(1, len(args)))
-    if name in TWO_KEYS:
-        return list(range(1, min(3, len(args))))
-    if name == b"OBJECT":
-        return [2] if len(args) > 2 else []
-    return list(range(1, min(2, len(args))))
 
 
 def with_keys(case, rename):

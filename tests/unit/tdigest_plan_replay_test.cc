@@ -28,33 +28,19 @@
 #include "filters/tdigest/tdigest_plan.h"
 #include "filters/tdigest/tdigest_read.lua.h"
 #include "protocol/reply_decoder.h"
+#include "tests/unit/script_answers.h"
 #include "tests/unit/tdigest_fixtures.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-using Args = std::vector<std::string>;
+using namespace script_answers;  // NOLINT: test-local helpers
 using fixtures::Case;
-
-std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
-std::string Bulk(std::string_view s) {
-  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
-std::string Simple(std::string_view s) { return "+" + std::string(s) + "\r\n"; }
-std::string Array(size_t n) { return "*" + std::to_string(n) + "\r\n"; }
-const std::string kNoScript = "-NOSCRIPT No matching script. Please use EVAL.\r\n";
 
 std::string Upper(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
   return out;
-}
-
-template <typename T>
-void Put(std::string* out, T v) {
-  char bytes[sizeof v];
-  std::memcpy(bytes, &v, sizeof v);
-  out->append(bytes, sizeof v);
 }
 
 template <typename T>
@@ -71,12 +57,6 @@ std::vector<double> DoublesOf(std::string_view bytes) {
   return out;
 }
 
-std::string Doubles(const std::vector<double>& values) {
-  std::string out;
-  for (double d : values) Put(&out, d);
-  return out;
-}
-
 // The digest's 56-byte header (tdigest_layout.lua).
 std::string HeaderOf(const Tdigest& t) {
   std::string out;
@@ -88,31 +68,6 @@ std::string HeaderOf(const Tdigest& t) {
   Put(&out, t.merged_weight);
   Put(&out, t.unmerged_weight);
   Put(&out, t.total_compressions);
-  return out;
-}
-
-// The multibulk requests in `in`, split into their arguments.
-std::vector<Args> ParseRequests(std::string_view in) {
-  std::vector<Args> out;
-  size_t pos = 0;
-  auto number = [&]() {
-    const size_t eol = in.find("\r\n", pos);
-    const size_t n = std::stoul(std::string(in.substr(pos + 1, eol - pos - 1)));
-    pos = eol + 2;
-    return n;
-  };
-  while (pos < in.size()) {
-    EXPECT_EQ(in[pos], '*');
-    const size_t n = number();
-    Args args;
-    for (size_t i = 0; i < n; ++i) {
-      EXPECT_EQ(in[pos], '$');
-      const size_t len = number();
-      args.emplace_back(in.substr(pos, len));
-      pos += len + 2;
-    }
-    out.push_back(std::move(args));
-  }
   return out;
 }
 

@@ -26,33 +26,12 @@
 #include "filters/tdigest/tdigest_replies.h"
 #include "protocol/errors.h"
 #include "protocol/reply_decoder.h"
+#include "tests/unit/script_answers.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-using Args = std::vector<std::string>;
-
-std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
-std::string Bulk(std::string_view s) {
-  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
-std::string Simple(std::string_view s) { return "+" + std::string(s) + "\r\n"; }
-std::string Array(size_t n) { return "*" + std::to_string(n) + "\r\n"; }
-const std::string kOk = "+OK\r\n";
-const std::string kNoScript = "-NOSCRIPT No matching script. Please use EVAL.\r\n";
-
-template <typename T>
-std::string Bytes(T v) {
-  char out[sizeof v];
-  std::memcpy(out, &v, sizeof v);
-  return std::string(out, sizeof v);
-}
-
-std::string Doubles(const std::vector<double>& values) {
-  std::string out;
-  for (double d : values) out += Bytes(d);
-  return out;
-}
+using namespace script_answers;  // NOLINT: test-local helpers
 
 // tdigest_read.lua's answer {header, results} for a digest of compression 100 holding `n`
 // unmerged observations between min and max.
@@ -62,31 +41,6 @@ std::string ReadAnswer(const std::vector<double>& results, int64_t n = 0, double
                        Bytes(static_cast<uint32_t>(n)) + Bytes(int64_t{0}) + Bytes(n) +
                        Bytes(int64_t{0});
   return Array(2) + Bulk(header) + Bulk(Doubles(results));
-}
-
-// The multibulk requests of a step, split into their arguments.
-std::vector<Args> ParseRequests(std::string_view in) {
-  std::vector<Args> out;
-  size_t pos = 0;
-  auto number = [&]() {
-    const size_t eol = in.find("\r\n", pos);
-    const size_t n = std::stoul(std::string(in.substr(pos + 1, eol - pos - 1)));
-    pos = eol + 2;
-    return n;
-  };
-  while (pos < in.size()) {
-    EXPECT_EQ(in[pos], '*');
-    const size_t n = number();
-    Args args;
-    for (size_t i = 0; i < n; ++i) {
-      EXPECT_EQ(in[pos], '$');
-      const size_t len = number();
-      args.emplace_back(in.substr(pos, len));
-      pos += len + 2;
-    }
-    out.push_back(std::move(args));
-  }
-  return out;
 }
 
 // A structure script call on digest "t": command, script, 1, name, marker, prefix, argv.
@@ -100,7 +54,7 @@ bool IsUnexpected(const std::string& reply) {
   return reply.rfind(protocol::errors::kUnexpectedUpstreamPrefix, 0) == 0;
 }
 
-class TdigestPlanTest : public ::testing::Test {
+class TdigestPlanTest : public OneCallPlanTest {
  protected:
   // The plan of client command `args`, parsed as the proxy parses it; the arguments are gone
   // before the plan starts (its views are copied).
@@ -114,27 +68,6 @@ class TdigestPlanTest : public ::testing::Test {
     return plan;
   }
 
-  // The plan's first request.
-  Args Start(Plan* plan) {
-    step_ = PlanStep{};
-    plan->Start(&step_);
-    return Request();
-  }
-  // Answers the last request; the next one, or nothing when the plan is done.
-  Args Answer(Plan* plan, const std::string& answer) {
-    StepReplies replies(&decoder_);
-    replies.Add(answer);
-    step_ = PlanStep{};
-    plan->OnReplies(replies, &step_);
-    return step_.done ? Args() : Request();
-  }
-  Args Request() {
-    EXPECT_FALSE(step_.done);
-    EXPECT_EQ(step_.replies, 1u);
-    const std::vector<Args> requests = ParseRequests(step_.requests);
-    EXPECT_EQ(requests.size(), 1u);
-    return requests.empty() ? Args() : requests[0];
-  }
   // Starts `plan`, checks that its call is `argv` of `script`, answers it and returns the reply.
   std::string Run(Plan* plan, const LuaScript& script, const Args& argv,
                   const std::string& answer) {
@@ -145,8 +78,6 @@ class TdigestPlanTest : public ::testing::Test {
   }
 
   TdigestConfig config_;
-  protocol::ReplyDecoder decoder_;
-  PlanStep step_;
 };
 
 // ---------------------------------------------------------------------------------------------

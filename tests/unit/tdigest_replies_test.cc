@@ -21,31 +21,12 @@
 #include "filters/tdigest/tdigest_args.h"
 #include "protocol/errors.h"
 #include "protocol/reply_decoder.h"
+#include "tests/unit/script_answers.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
-std::string Bulk(std::string_view s) {
-  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
-std::string Simple(std::string_view s) { return "+" + std::string(s) + "\r\n"; }
-std::string Array(size_t n) { return "*" + std::to_string(n) + "\r\n"; }
-const std::string kNull = "$-1\r\n";
-const std::string kOk = "+OK\r\n";
-
-template <typename T>
-void Put(std::string* out, T v) {
-  char bytes[sizeof v];
-  std::memcpy(bytes, &v, sizeof v);
-  out->append(bytes, sizeof v);
-}
-
-std::string Doubles(const std::vector<double>& values) {
-  std::string out;
-  for (double d : values) Put(&out, d);
-  return out;
-}
+using namespace script_answers;  // NOLINT: test-local helpers
 
 // The data key's 56-byte header of `h`.
 std::string HeaderBytes(const TdigestHeader& h) {

@@ -22,24 +22,12 @@
 #include "filters/tdigest/tdigest_create.lua.h"
 #include "filters/tdigest/tdigest_merge.lua.h"
 #include "filters/tdigest/tdigest_read.lua.h"
+#include "tests/unit/script_answers.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-using Args = std::vector<std::string>;
-
-template <typename T>
-std::string Bytes(T v) {
-  char out[sizeof v];
-  std::memcpy(out, &v, sizeof v);
-  return std::string(out, sizeof v);
-}
-
-std::string Doubles(const std::vector<double>& values) {
-  std::string out;
-  for (double d : values) out += Bytes(d);
-  return out;
-}
+using namespace script_answers;  // NOLINT: test-local helpers
 
 double DoubleOf(std::string_view bytes) {
   EXPECT_EQ(bytes.size(), 8u);
@@ -57,31 +45,6 @@ bool IsId(std::string_view s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
-}
-
-// The multibulk requests in `in`, split into their arguments.
-std::vector<Args> ParseRequests(std::string_view in) {
-  std::vector<Args> out;
-  size_t pos = 0;
-  auto number = [&]() {
-    const size_t eol = in.find("\r\n", pos);
-    const size_t n = std::stoul(std::string(in.substr(pos + 1, eol - pos - 1)));
-    pos = eol + 2;
-    return n;
-  };
-  while (pos < in.size()) {
-    EXPECT_EQ(in[pos], '*');
-    const size_t n = number();
-    Args args;
-    for (size_t i = 0; i < n; ++i) {
-      EXPECT_EQ(in[pos], '$');
-      const size_t len = number();
-      args.emplace_back(in.substr(pos, len));
-      pos += len + 2;
-    }
-    out.push_back(std::move(args));
-  }
-  return out;
 }
 
 // A request parsed from `args` (kept alive by the caller).

@@ -15,19 +15,13 @@
 #include "filters/topk/topk_args.h"
 #include "protocol/errors.h"
 #include "protocol/reply_decoder.h"
+#include "tests/unit/script_answers.h"
 
 namespace bloomproxy::filters {
 namespace {
 
+using namespace script_answers;        // NOLINT: test-local helpers
 using namespace std::string_literals;  // NOLINT: items with NUL bytes
-
-std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
-std::string Bulk(std::string_view s) {
-  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
-std::string Simple(std::string_view s) { return "+" + std::string(s) + "\r\n"; }
-std::string Array(size_t n) { return "*" + std::to_string(n) + "\r\n"; }
-const std::string kNull = "$-1\r\n";
 
 constexpr std::string_view kId = "0123456789abcdef";
 

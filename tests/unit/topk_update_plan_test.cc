@@ -25,19 +25,13 @@
 #include "filters/topk/topk_snapshot.h"
 #include "protocol/errors.h"
 #include "protocol/reply_decoder.h"
+#include "tests/unit/script_answers.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-using Args = std::vector<std::string>;
+using namespace script_answers;  // NOLINT: test-local helpers
 
-std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
-std::string Bulk(std::string_view s) {
-  return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
-std::string Array(size_t n) { return "*" + std::to_string(n) + "\r\n"; }
-const std::string kNull = "$-1\r\n";
-const std::string kNoScript = "-NOSCRIPT No matching script. Please use EVAL.\r\n";
 constexpr std::string_view kId = "0123456789abcdef";
 constexpr std::string_view kOtherId = "fedcba9876543210";
 
@@ -45,31 +39,6 @@ const TopkRandom kNoRandom = [] {
   ADD_FAILURE() << "random source drawn";
   return 0.5;
 };
-
-// The multibulk requests of a step, split into their arguments.
-std::vector<Args> ParseRequests(std::string_view in) {
-  std::vector<Args> out;
-  size_t pos = 0;
-  auto number = [&]() {
-    const size_t eol = in.find("\r\n", pos);
-    const size_t n = std::stoul(std::string(in.substr(pos + 1, eol - pos - 1)));
-    pos = eol + 2;
-    return n;
-  };
-  while (pos < in.size()) {
-    EXPECT_EQ(in[pos], '*');
-    const size_t n = number();
-    Args args;
-    for (size_t i = 0; i < n; ++i) {
-      EXPECT_EQ(in[pos], '$');
-      const size_t len = number();
-      args.emplace_back(in.substr(pos, len));
-      pos += len + 2;
-    }
-    out.push_back(std::move(args));
-  }
-  return out;
-}
 
 std::string Fields(const TopkParams& p, std::string_view id = kId) {
   return Array(5) + Bulk(id) + Bulk(std::to_string(p.k)) + Bulk(std::to_string(p.width)) +
@@ -139,7 +108,7 @@ std::shared_ptr<TopkMeta> MetaOf(const TopkParams& p, std::string_view id = kId)
   return m;
 }
 
-class TopkUpdatePlanTest : public ::testing::Test {
+class TopkUpdatePlanTest : public OneCallPlanTest {
  protected:
   std::unique_ptr<Plan> Update(std::vector<std::string> items, std::vector<uint32_t> increments,
                                std::vector<TopkAddMember> members, TopkStates* states = nullptr) {
@@ -155,28 +124,6 @@ class TopkUpdatePlanTest : public ::testing::Test {
     return MakeTopkPlan(request, error, &cache_, &config_);
   }
 
-  // The plan's first request.
-  Args Start(Plan* plan) {
-    step_ = PlanStep{};
-    plan->Start(&step_);
-    return Request();
-  }
-  // Answers the last request; the next one, or nothing when the plan is done.
-  Args Answer(Plan* plan, const std::string& answer) {
-    StepReplies replies(&decoder_);
-    replies.Add(answer);
-    step_ = PlanStep{};
-    plan->OnReplies(replies, &step_);
-    return step_.done ? Args() : Request();
-  }
-  Args Request() {
-    EXPECT_FALSE(step_.done);
-    EXPECT_EQ(step_.replies, 1u);
-    const std::vector<Args> requests = ParseRequests(step_.requests);
-    EXPECT_EQ(requests.size(), 1u);
-    return requests.empty() ? Args() : requests[0];
-  }
-
   // The snapshot as the plan parses it.
   TopkSnapshot Snapshot(const std::string& answer) {
     protocol::ReplyPtr r = decoder_.Decode(answer);
@@ -187,8 +134,6 @@ class TopkUpdatePlanTest : public ::testing::Test {
 
   TopkCache cache_;
   TopkConfig config_;
-  protocol::ReplyDecoder decoder_;
-  PlanStep step_;
   std::vector<std::string> args_;
 };
 

@@ -7,24 +7,20 @@
 //   node cf_client.js PORT PREFIX
 'use strict';
 
-const { commandOptions, createClient } = require('redis');
+const { commandOptions } = require('redis');
+
+const { connect, run, stepRecorder, toPlain } = require('./client_common');
 
 // Replies as JSON: an error (thrown, or an element of an array reply) as {error: message}; a
 // failed MULTI also with its replies; a Buffer as hex.
 function plain(value) {
-  if (value instanceof Error) {
-    const out = { error: value.message };
-    if (value.replies) out.replies = plain(value.replies);
+  return toPlain(value, (v) => {
+    if (Buffer.isBuffer(v)) return v.toString('hex');
+    if (!(v instanceof Error)) return undefined;
+    const out = { error: v.message };
+    if (v.replies) out.replies = plain(v.replies);
     return out;
-  }
-  if (Buffer.isBuffer(value)) return value.toString('hex');
-  if (Array.isArray(value)) return value.map(plain);
-  if (value && typeof value === 'object') {
-    const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = plain(v);
-    return out;
-  }
-  return value;
+  });
 }
 
 // Every SCANDUMP reply of a walk from iterator 0, the final {iterator: 0, chunk: null} included.
@@ -113,18 +109,9 @@ async function multiSteps(client, k, step) {
 
 async function main() {
   const [port, prefix] = [Number(process.argv[2]), process.argv[3] || 'nd'];
-  const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false } });
-  client.on('error', (err) => console.error('client error:', err.message));
-  await client.connect();
+  const client = await connect(port);
   const k = (name) => `${prefix}:${name}`;
-  const out = {};
-  const step = async (name, fn) => {
-    try {
-      out[name] = { ok: plain(await fn()) };
-    } catch (err) {
-      out[name] = plain(err);
-    }
-  };
+  const { out, step } = stepRecorder(plain);
   await filterSteps(client, k, step);
   await dumpSteps(client, k, step);
   await multiSteps(client, k, step);
@@ -132,7 +119,4 @@ async function main() {
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
-main().catch((err) => {
-  console.error(err && err.stack ? err.stack : err);
-  process.exit(1);
-});
+run(main);

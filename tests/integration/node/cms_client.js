@@ -6,34 +6,18 @@
 //   node cms_client.js PORT PREFIX
 'use strict';
 
-const { createClient } = require('redis');
+const { connect, run, stepRecorder, toPlain } = require('./client_common');
 
 // Replies as JSON: an error (thrown, or an element of an array reply) as {error: message}.
 function plain(value) {
-  if (value instanceof Error) return { error: value.message };
-  if (Array.isArray(value)) return value.map(plain);
-  if (value && typeof value === 'object') {
-    const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = plain(v);
-    return out;
-  }
-  return value;
+  return toPlain(value, (v) => (v instanceof Error ? { error: v.message } : undefined));
 }
 
 async function main() {
   const [port, prefix] = [Number(process.argv[2]), process.argv[3] || 'nd'];
-  const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false } });
-  client.on('error', (err) => console.error('client error:', err.message));
-  await client.connect();
+  const client = await connect(port);
   const k = (name) => `${prefix}:${name}`;
-  const out = {};
-  const step = async (name, fn) => {
-    try {
-      out[name] = { ok: plain(await fn()) };
-    } catch (err) {
-      out[name] = plain(err);
-    }
-  };
+  const { out, step } = stepRecorder(plain);
 
   await step('initByDim', () => client.cms.initByDim(k('a'), 100, 5));
   await step('initByDimAgain', () => client.cms.initByDim(k('a'), 100, 5));
@@ -72,7 +56,4 @@ async function main() {
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
-main().catch((err) => {
-  console.error(err && err.stack ? err.stack : err);
-  process.exit(1);
-});
+run(main);

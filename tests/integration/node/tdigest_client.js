@@ -11,28 +11,24 @@
 //   node tdigest_client.js PORT plain|multi < steps.json
 'use strict';
 
-const { createClient } = require('redis');
+const { connect, run, stepRecorder, toPlain } = require('./client_common');
 
 // Replies as JSON: an error (thrown, or an element of a reply) as {error: message}, a failed
 // MULTI with its replies; NaN, the infinities and -0 (which JSON cannot hold) as text.
 function plain(value) {
-  if (value instanceof Error) {
-    const out = { error: value.message };
-    if (value.replies) out.replies = plain(value.replies);
-    if (value.errorIndexes) out.errorIndexes = value.errorIndexes;
-    return out;
-  }
-  if (typeof value === 'number' && (!Number.isFinite(value) || Object.is(value, -0))) {
-    return Object.is(value, -0) ? '-0' : String(value);
-  }
-  if (Buffer.isBuffer(value)) return { hex: value.toString('hex') };
-  if (Array.isArray(value)) return value.map(plain);
-  if (value && typeof value === 'object') {
-    const out = {};
-    for (const [k, v] of Object.entries(value)) out[k] = plain(v);
-    return out;
-  }
-  return value;
+  return toPlain(value, (v) => {
+    if (v instanceof Error) {
+      const out = { error: v.message };
+      if (v.replies) out.replies = plain(v.replies);
+      if (v.errorIndexes) out.errorIndexes = v.errorIndexes;
+      return out;
+    }
+    if (typeof v === 'number' && (!Number.isFinite(v) || Object.is(v, -0))) {
+      return Object.is(v, -0) ? '-0' : String(v);
+    }
+    if (Buffer.isBuffer(v)) return { hex: v.toString('hex') };
+    return undefined;
+  });
 }
 
 function asValue(text) {
@@ -97,15 +93,10 @@ async function multiSteps(client, steps) {
 async function main() {
   const [port, mode] = [Number(process.argv[2]), process.argv[3] || 'plain'];
   const steps = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-  const client = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false } });
-  client.on('error', (err) => console.error('client error:', err.message));
-  await client.connect();
+  const client = await connect(port);
   const out = mode === 'multi' ? await multiSteps(client, steps) : await plainSteps(client, steps);
   await client.quit();
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
-main().catch((err) => {
-  console.error(err && err.stack ? err.stack : err);
-  process.exit(1);
-});
+run(main);
