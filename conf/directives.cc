@@ -228,6 +228,15 @@ std::string ShowTopkMode(const Directive&, const Options& o) {
   return o.topk_mode == BfMode::kEmulate ? "emulate" : "forward";
 }
 
+bool ApplyTdigestMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
+                      std::string* e) {
+  return ParseSketchMode(a, &s->options->tdigest_mode, e);
+}
+
+std::string ShowTdigestMode(const Directive&, const Options& o) {
+  return o.tdigest_mode == BfMode::kEmulate ? "emulate" : "forward";
+}
+
 bool ApplyAuthMode(const Directive&, const std::vector<std::string>& a, SourceState* s,
                    std::string* e) {
   if (EqualsIgnoreCase(a[0], "auto")) {
@@ -340,6 +349,9 @@ const Directive kDirectives[] = {
         ApplyCfMode, ShowCfMode, kRestart),
     Custom<&O::topk_mode>("topk-mode", 1, "MODE", "TOPK.*: emulate, or forward to RedisBloom",
         ApplyTopkMode, ShowTopkMode, kRestart),
+    Custom<&O::tdigest_mode>("tdigest-mode", 1, "MODE",
+        "TDIGEST.*: emulate, or forward to RedisBloom", ApplyTdigestMode, ShowTdigestMode,
+        kRestart),
     // Filter defaults: filters created after a reload take the new values.
     Rate<&O::bf_error_rate>("bf-error-rate", "error rate of filters BF.ADD creates", kLive),
     Number<&O::bf_initial_capacity, 1, int64_t{1} << 30>("bf-initial-capacity", "N",

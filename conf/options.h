@@ -36,8 +36,8 @@ enum class LogLevel { kDebug, kVerbose, kNotice, kWarning };
 // logs that it needs a restart and keeps the running value.
 enum class Reload { kLive, kRestart };
 
-// What the proxy does with BF.* commands (bf-mode), with CMS.* (cms-mode), with CF.* (cf-mode)
-// and with TOPK.* (topk-mode).
+// What the proxy does with BF.* commands (bf-mode), with CMS.* (cms-mode), with CF.* (cf-mode),
+// with TOPK.* (topk-mode) and with TDIGEST.* (tdigest-mode).
 enum class BfMode {
   kEmulate,  // answered by the proxy on plain Redis strings (the default)
   kForward,  // passed to the upstream unchanged (a server with the RedisBloom module)
@@ -162,7 +162,8 @@ struct Options {
   BfMode bf_mode = BfMode::kEmulate;
   BfMode cms_mode = BfMode::kEmulate;          // the same choice for CMS.*
   BfMode cf_mode = BfMode::kEmulate;           // for CF.*
-  BfMode topk_mode = BfMode::kEmulate;         // and for TOPK.*
+  BfMode topk_mode = BfMode::kEmulate;         // for TOPK.*
+  BfMode tdigest_mode = BfMode::kEmulate;      // and for TDIGEST.*
   double bf_error_rate = kDefaultBfErrorRate;  // BF.ADD/INSERT on a new key
   int64_t bf_initial_capacity = kDefaultBfInitialCapacity;
   int bf_expansion = kDefaultBfExpansion;

@@ -99,6 +99,13 @@ std::string TopkMarkerKey(std::string_view prefix, std::string_view name) {
   return out;
 }
 
+std::string TdigestMarkerKey(std::string_view prefix, std::string_view name) {
+  std::string out(prefix);
+  out += ":td:m:";
+  out += name;
+  return out;
+}
+
 std::string NewId() {
   static std::mt19937_64 rng{std::random_device{}()};
   char buf[20];

@@ -58,5 +58,7 @@ std::string CmsMarkerKey(std::string_view prefix, std::string_view name);
 std::string CfMarkerKey(std::string_view prefix, std::string_view name);
 // The marker of the Top-K sketch named `name` ({users}:tk:m:users).
 std::string TopkMarkerKey(std::string_view prefix, std::string_view name);
+// The marker of the t-digest named `name` ({users}:td:m:users).
+std::string TdigestMarkerKey(std::string_view prefix, std::string_view name);
 
 }  // namespace bloomproxy::filters

@@ -29,6 +29,7 @@ struct BfConfig;
 struct CmsConfig;
 struct CfConfig;
 struct TopkConfig;
+struct TdigestConfig;
 
 // One BF.* or CMS.* command queued in a transaction.
 class QueuedSketch {
@@ -79,5 +80,9 @@ std::unique_ptr<QueuedSketch> QueueCfCommand(const std::vector<std::string_view>
 // The same for TOPK.* commands (filters/topk/multi_topk.cc).
 std::unique_ptr<QueuedSketch> QueueTopkCommand(const std::vector<std::string_view>& args,
                                                const TopkConfig& config, std::string* refusal);
+// The same for TDIGEST.* commands (filters/tdigest/multi_tdigest.cc).
+std::unique_ptr<QueuedSketch> QueueTdigestCommand(const std::vector<std::string_view>& args,
+                                                  const TdigestConfig& config,
+                                                  std::string* refusal);
 
 }  // namespace bloomproxy::filters

@@ -72,6 +72,7 @@ constexpr SketchFamily kBloom = SketchFamily::kBloom;
 constexpr SketchFamily kCms = SketchFamily::kCms;
 constexpr SketchFamily kCuckoo = SketchFamily::kCuckoo;
 constexpr SketchFamily kTopk = SketchFamily::kTopk;
+constexpr SketchFamily kTdigest = SketchFamily::kTdigest;
 constexpr ArgType kStr = ArgType::kString;
 constexpr ArgType kInt = ArgType::kInteger;
 constexpr ArgType kDbl = ArgType::kDouble;
@@ -97,6 +98,19 @@ constexpr const char* kBfAddSummary =
 constexpr const char* kTopkCountHistory =
     "As of Bloom version 2.4, this command is regarded as deprecated. The count value is not a "
     "representative of the number of appearances of an item";
+constexpr const char* kTdValuesComplexity = "O(N) where N is the number of values specified.";
+constexpr const char* kTdRankSummary =
+    "Returns, for each input value (floating-point), the estimated rank of the value (the number "
+    "of observations in the sketch that are smaller than the value + half the number of "
+    "observations that are equal to the value)";
+constexpr const char* kTdRevRankSummary =
+    "Returns, for each input value (floating-point), the estimated reverse rank of the value (the "
+    "number of observations in the sketch that are larger than the value + half the number of "
+    "observations that are equal to the value)";
+constexpr const char* kTdCdfSummary =
+    "Returns, for each input value, an estimation of the floating-point fraction of (observations "
+    "smaller than the given value + half the observations equal to the given value). Multiple "
+    "fractions can be retrieved in a single call.";
 constexpr const char* kCfInsertComplexity =
     "O(n * (k + i)), where n is the number of items, k is the number of sub-filters and i is "
     "maxIterations";
@@ -263,6 +277,63 @@ const Row kRows[] = {
       {kKeyArg, {"withcount", kToken, "WITHCOUNT", kOptional}}}},
     {"topk.info", 2, {"readonly"}, {"read"}, kTopk, {Key1("RO")},
      {"Returns information about a sketch", "2.0.0", "O(1)", {kKeyArg}}},
+    // T-digest (src/cmd_info/tdigest_info.c, src/rm_tdigest.c; docs/compatibility.md says which
+    // fact comes from where): key specs without notes, MERGE's sources in a keynum spec.
+    {"tdigest.create", -2, {"write", "denyoom"}, {"write", "fast"}, kTdigest, {Key1("RW")},
+     {"Allocates memory and initializes a new t-digest sketch", "2.4.0", "O(1)",
+      {kKeyArg, {"compression_block", kBlock, nullptr, kOptional, -1,
+                 {{"compression_token", kToken, "COMPRESSION"}, {"compression", kInt}}}}}},
+    {"tdigest.add", -3, {"write", "denyoom"}, {"write"}, kTdigest, {Key1("RW")},
+     {"Adds one or more observations to a t-digest sketch", "2.4.0",
+      "O(N), where N is the number of samples to add",
+      {kKeyArg, {"value", kDbl, nullptr, kMultiple}}}},
+    {"tdigest.reset", 2, {"write", "denyoom"}, {"write", "fast"}, kTdigest, {Key1("RW")},
+     {"Resets a t-digest sketch: empty the sketch and re-initializes it.", "2.4.0", "O(1)",
+      {kKeyArg}}},
+    // The destination, then numkeys (argv[2]) sources: a keynum spec, hence movablekeys.
+    {"tdigest.merge", -4, {"write", "denyoom"}, {"write"}, kTdigest,
+     {Key1("RW"), {nullptr, "RO", 2, true, 0, 1, 1}},
+     {"Merges multiple t-digest sketches into a single sketch", "2.4.0",
+      "O(N*K), where N is the number of centroids and K being the number of input sketches",
+      {{"destination-key", kKey, nullptr, 0, 0}, {"numkeys", kInt},
+       {"source-key", kKey, nullptr, kMultiple, 1},
+       {"compression_block", kBlock, nullptr, kOptional, -1,
+        {{"compression_token", kToken, "COMPRESSION"}, {"compression", kInt}}},
+       {"override", kToken, "OVERRIDE", kOptional}}}},
+    {"tdigest.min", 2, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {"Returns the minimum observation value from a t-digest sketch", "2.4.0", "O(1)",
+      {kKeyArg}}},
+    {"tdigest.max", 2, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {"Returns the maximum observation value from a t-digest sketch", "2.4.0", "O(1)",
+      {kKeyArg}}},
+    {"tdigest.quantile", -3, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {"Returns, for each input fraction, an estimation of the value (floating point) that is "
+      "smaller than the given fraction of observations", "2.4.0",
+      "O(N) where N is the number of quantiles specified.",
+      {kKeyArg, {"quantile", kDbl, nullptr, kMultiple}}}},
+    {"tdigest.byrank", -3, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {"Returns, for each input rank, an estimation of the value (floating-point) with that rank",
+      "2.4.0", "O(N) where N is the number of ranks specified",
+      {kKeyArg, {"rank", kDbl, nullptr, kMultiple}}}},
+    {"tdigest.byrevrank", -3, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {"Returns, for each input reverse rank, an estimation of the value (floating-point) with "
+      "that reverse rank", "2.4.0", "O(N) where N is the number of reverse ranks specified.",
+      {kKeyArg, {"reverse_rank", kDbl, nullptr, kMultiple}}}},
+    {"tdigest.rank", -3, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {kTdRankSummary, "2.4.0", kTdValuesComplexity,
+      {kKeyArg, {"value", kDbl, nullptr, kMultiple}}}},
+    {"tdigest.revrank", -3, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {kTdRevRankSummary, "2.4.0", kTdValuesComplexity,
+      {kKeyArg, {"value", kDbl, nullptr, kMultiple}}}},
+    {"tdigest.cdf", -3, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {kTdCdfSummary, "2.4.0", kTdValuesComplexity, {kKeyArg, {"value", kDbl, nullptr, kMultiple}}}},
+    {"tdigest.trimmed_mean", 4, {"readonly"}, {"read"}, kTdigest, {Key1("RO")},
+     {"Returns an estimation of the mean value from the sketch, excluding observation values "
+      "outside the low and high cutoff quantiles", "2.4.0",
+      "O(N) where N is the number of centroids",
+      {kKeyArg, {"low_cut_quantile", kDbl}, {"high_cut_quantile", kDbl}}}},
+    {"tdigest.info", 2, {"readonly"}, {"read", "fast"}, kTdigest, {Key1("RO")},
+     {"Returns information and statistics about a t-digest sketch", "2.4.0", "O(1)", {kKeyArg}}},
 };
 // clang-format on
 
@@ -625,8 +696,11 @@ std::vector<size_t> SketchCommandKeys(const std::vector<std::string_view>& args)
   if (args.size() < 2 || !LookupSketchCommand(args[0], &family)) return {};
   std::vector<size_t> keys = {1};
   int64_t n = 0;
-  if (family == SketchFamily::kCms && EqualsIgnoreCase(args[0], "cms.merge") && args.size() > 3 &&
-      ParseLongLong(args[2], &n) && n > 0 && static_cast<uint64_t>(n) <= args.size() - 3) {
+  const bool merge =
+      (family == SketchFamily::kCms && EqualsIgnoreCase(args[0], "cms.merge")) ||
+      (family == SketchFamily::kTdigest && EqualsIgnoreCase(args[0], "tdigest.merge"));
+  if (merge && args.size() > 3 && ParseLongLong(args[2], &n) && n > 0 &&
+      static_cast<uint64_t>(n) <= args.size() - 3) {
     for (int64_t i = 0; i < n; ++i) keys.push_back(3 + static_cast<size_t>(i));
   }
   return keys;

@@ -1,7 +1,7 @@
-// The commands of every sketch the proxy answers (BF.*, CMS.*, CF.*, TOPK.*), as a Redis server
-// with RedisBloom describes them: one row per command with its arity, flags, ACL categories, key
-// specs and documentation (COMMAND, COMMAND INFO, DOCS, LIST, GETKEYS), read too by the ACL
-// compiler and the dispatcher. A new sketch adds its rows here. Pure code.
+// The commands of every sketch the proxy answers (BF.*, CMS.*, CF.*, TOPK.*, TDIGEST.*), as a
+// Redis server with RedisBloom describes them: one row per command with its arity, flags, ACL
+// categories, key specs and documentation (COMMAND, COMMAND INFO, DOCS, LIST, GETKEYS), read too by
+// the ACL compiler and the dispatcher. A new sketch adds its rows here. Pure code.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 namespace bloomproxy::filters {
 
 // The family a command belongs to: each is emulated or forwarded as configured (bf-mode,
-// cms-mode, cf-mode, topk-mode). TDIGEST has no rows yet; its ACL category exists already.
+// cms-mode, cf-mode, topk-mode, tdigest-mode).
 enum class SketchFamily : uint8_t { kBloom, kCms, kCuckoo, kTopk, kTdigest };
 
 // Which families the proxy answers itself (a bit per family).
@@ -36,10 +36,10 @@ bool LookupSketchCommand(std::string_view name, SketchFamily* family);
 // MULTI; the module checks the rest when the command runs. True for a name without a row.
 bool SketchArityOk(std::string_view name, size_t argc);
 
-// The positions of the keys in sketch command `args`: the name (args[1]) and CMS.MERGE's sources
-// (as many as its numkeys says, when it parses and the arguments hold them). Empty when `args`
-// is no sketch command or has no key. (Where the proxy routes a command; COMMAND GETKEYS answers
-// from the key specs instead, as Redis does: SketchGetKeys.)
+// The positions of the keys in sketch command `args`: the name (args[1]) and CMS.MERGE's and
+// TDIGEST.MERGE's sources (as many as numkeys says, when it parses and the arguments hold them).
+// Empty when `args` is no sketch command or has no key. (Where the proxy routes a command; COMMAND
+// GETKEYS answers from the key specs instead, as Redis does: SketchGetKeys.)
 std::vector<size_t> SketchCommandKeys(const std::vector<std::string_view>& args);
 
 // COMMAND entries (Redis 7 layout: name, arity, flags, first/last/step, ACL categories, tips,

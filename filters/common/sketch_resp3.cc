@@ -3,6 +3,7 @@
 #include "filters/bloom/bf_args.h"
 #include "filters/cms/cms_args.h"
 #include "filters/cuckoo/cf_args.h"
+#include "filters/tdigest/tdigest_args.h"
 #include "filters/topk/topk_args.h"
 #include "protocol/encoder.h"
 #include "protocol/reply_framer.h"
@@ -99,6 +100,37 @@ Resp3Shape TopkShape(TopkCommand topk) {
   }
 }
 
+Resp3Shape TdigestShape(TdigestCommand command) {
+  switch (command) {
+    case TdigestCommand::kMin:
+    case TdigestCommand::kMax:
+    case TdigestCommand::kTrimmedMean:
+      return Resp3Shape::kDouble;
+    case TdigestCommand::kQuantile:
+    case TdigestCommand::kCdf:
+    case TdigestCommand::kByRank:
+    case TdigestCommand::kByRevRank:
+      return Resp3Shape::kDoubleArray;
+    case TdigestCommand::kInfo:
+      return Resp3Shape::kInfoMap;
+    default:
+      return Resp3Shape::kSame;
+  }
+}
+
+// A bulk string holding a double ("$3\r\ninf\r\n") as RESP3's double (",inf\r\n"); anything else
+// as it is.
+void AppendDoubleOrSame(std::string_view bulk, std::string* out) {
+  const size_t eol = bulk.find("\r\n");
+  if (bulk.empty() || bulk[0] != '$' || eol == std::string_view::npos || bulk.size() < eol + 4) {
+    out->append(bulk);
+    return;
+  }
+  *out += ',';
+  out->append(bulk.substr(eol + 2, bulk.size() - eol - 4));
+  *out += "\r\n";
+}
+
 // TOPK.ADD / INCRBY: every null element as RESP3's null, for as many elements as the reply holds
 // (an INCRBY's reply stops after its error element, short of what its header announced).
 std::string TopkUpdateToResp3(std::string_view resp2) {
@@ -166,6 +198,8 @@ Resp3Shape Resp3ShapeOf(const std::vector<std::string_view>& args) {
   if (LookupCfCommand(args[0], &cf)) return CfShape(cf);
   TopkCommand topk;
   if (LookupTopkCommand(args[0], &topk)) return TopkShape(topk);
+  TdigestCommand tdigest;
+  if (LookupTdigestCommand(args[0], &tdigest)) return TdigestShape(tdigest);
   return Resp3Shape::kSame;
 }
 
@@ -177,6 +211,10 @@ std::string ToResp3(Resp3Shape shape, std::string_view resp2) {
     return out;
   }
   if (shape == Resp3Shape::kTopkUpdate) return TopkUpdateToResp3(resp2);
+  if (shape == Resp3Shape::kDouble) {
+    AppendDoubleOrSame(resp2, &out);
+    return out;
+  }
   std::vector<std::string_view> elements;
   if (!protocol::SplitArray(resp2, &elements)) return std::string(resp2);
   out.reserve(resp2.size() + 32);
@@ -196,6 +234,10 @@ std::string ToResp3(Resp3Shape shape, std::string_view resp2) {
       return out;
     case Resp3Shape::kTopkInfo:
       return TopkInfoToResp3(elements, resp2);
+    case Resp3Shape::kDoubleArray:
+      protocol::AppendArrayHeader(&out, static_cast<int64_t>(elements.size()));
+      for (std::string_view e : elements) AppendDoubleOrSame(e, &out);
+      return out;
     case Resp3Shape::kInfoMap:
       // Labels at even places, values at odd ones.
       if (elements.size() % 2 != 0) return std::string(resp2);

@@ -19,6 +19,10 @@
 //                  as it goes)
 //   kBoolArray     TOPK.QUERY                         *n :1 :0               *n #t #f
 //   kTopkInfo      TOPK.INFO key                      *8 ... +decay $19 0.9… %4 ... +decay ,0.9…
+//   kDouble        TDIGEST.MIN, MAX, TRIMMED_MEAN     $3 inf                 ,inf
+//   kDoubleArray   TDIGEST.QUANTILE, CDF, BYRANK,     *n $19 0.1… $3 nan     *n ,0.1… ,nan
+//                  BYREVRANK
+//   kInfoMap       TDIGEST.INFO                       *18 +label :n ...      %9 +label :n ...
 //
 // and a null value (BF.INFO's expansion of a NONSCALING filter) is `$-1` in RESP2, `_` in RESP3.
 // CF.INSERTNX's 1 / 0 / -1 stay integers in RESP3, as RedisBloom sends them.
@@ -50,6 +54,8 @@ enum class Resp3Shape : uint8_t {
   kNullInArray,
   kTopkUpdate,
   kTopkInfo,
+  kDouble,
+  kDoubleArray,
 };
 
 // The shape of the reply to sketch command `args` (args[0] is the name, any case). kSame for

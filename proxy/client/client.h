@@ -512,6 +512,10 @@ class Client {
   // topk_commands.cc: TOPK.* (filters/topk/topk_plan.h), and the batch TOPK.ADD / INCRBY join.
   Dispatched HandleTopkCommand(const protocol::Command& cmd);
   bool TopkBatchKindOf(const protocol::Command& cmd, BatchKind* kind) const;
+  // tdigest_commands.cc: TDIGEST.* (filters/tdigest/tdigest_plan.h), and the batch TDIGEST.ADD
+  // joins.
+  Dispatched HandleTdigestCommand(const protocol::Command& cmd);
+  bool TdigestBatchKindOf(const protocol::Command& cmd, BatchKind* kind) const;
   // A BF.* command on a key a bf-layout rule names (filters/guava/guava_plan.h).
   Dispatched StartLayoutPlan(const filters::BfRequest& request, const filters::LayoutRule& rule,
                              std::string deferred_error, bool writes);

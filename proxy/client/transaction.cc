@@ -138,7 +138,8 @@ bool Client::QueueSketch(const Command& cmd, QueuedEntry* entry) {
       sketch = filters::QueueTopkCommand(cmd.args, server_->topk_config(), &refusal);
       break;
     case filters::SketchFamily::kTdigest:
-      return true;  // not emulated (yet): queued as it is
+      sketch = filters::QueueTdigestCommand(cmd.args, server_->tdigest_config(), &refusal);
+      break;
   }
   if (sketch == nullptr) {
     Refuse(refusal);

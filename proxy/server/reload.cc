@@ -140,6 +140,7 @@ void Server::Reload() {
   cf_config_.max_bytes = static_cast<uint64_t>(options_.sketch_max_bytes);
   topk_config_.max_shard_bytes = bf_config_.max_shard_bytes;
   topk_config_.max_bytes = static_cast<uint64_t>(options_.sketch_max_bytes);
+  tdigest_config_.max_bytes = static_cast<uint64_t>(options_.sketch_max_bytes);
   bf_config_.layouts = filters::LayoutRules::FromArgs(options_.bf_layouts);
   bf_config_.windows = filters::WindowRules::FromArgs(options_.bf_windows);
   client_tls_ = std::move(client_tls);

@@ -50,6 +50,7 @@ Server::Server(const conf::Options& options, int index) : options_(options), ind
   cf_config_.max_bytes = static_cast<uint64_t>(options.sketch_max_bytes);
   topk_config_.max_shard_bytes = bf_config_.max_shard_bytes;
   topk_config_.max_bytes = static_cast<uint64_t>(options.sketch_max_bytes);
+  tdigest_config_.max_bytes = static_cast<uint64_t>(options.sketch_max_bytes);
   bf_config_.layouts = filters::LayoutRules::FromArgs(options.bf_layouts);
   bf_config_.windows = filters::WindowRules::FromArgs(options.bf_windows);
   if (options.upstream_kind == "sharding-proxy") {
@@ -57,6 +58,7 @@ Server::Server(const conf::Options& options, int index) : options_(options), ind
     cms_config_.upstream = protocol::UpstreamKind::kShardingProxy;
     cf_config_.upstream = protocol::UpstreamKind::kShardingProxy;
     topk_config_.upstream = protocol::UpstreamKind::kShardingProxy;
+    tdigest_config_.upstream = protocol::UpstreamKind::kShardingProxy;
   }
   bf_config_.cluster = !options.upstream_cluster.empty();
   router_ = std::make_unique<ClusterRouter>(this);

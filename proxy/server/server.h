@@ -15,6 +15,7 @@
 #include "filters/bloom/bf_plan.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/cuckoo/cf_plan.h"
+#include "filters/tdigest/tdigest_scripts.h"
 #include "filters/topk/topk_plan.h"
 #include "protocol/reply_decoder.h"
 #include "proxy/client/acl.h"
@@ -122,18 +123,20 @@ class Server {
   // Whether clients see the one-node cluster (INFO's cluster_enabled:1, CLUSTER SLOTS and
   // friends answered here): always with a Redis Cluster upstream, else only with cluster-view.
   bool cluster_view() const;
-  // BF.* emulation: on unless bf-mode is forward; CMS.*, CF.* and TOPK.* the same with
-  // cms-mode, cf-mode and topk-mode.
+  // BF.* emulation: on unless bf-mode is forward; CMS.*, CF.*, TOPK.* and TDIGEST.* the same
+  // with cms-mode, cf-mode, topk-mode and tdigest-mode.
   bool bf_emulate() const { return options_.bf_mode == conf::BfMode::kEmulate; }
   bool cms_emulate() const { return options_.cms_mode == conf::BfMode::kEmulate; }
   bool cf_emulate() const { return options_.cf_mode == conf::BfMode::kEmulate; }
   bool topk_emulate() const { return options_.topk_mode == conf::BfMode::kEmulate; }
+  bool tdigest_emulate() const { return options_.tdigest_mode == conf::BfMode::kEmulate; }
   // The sketch families the proxy answers itself.
   filters::SketchFamilies emulated() const {
     return (bf_emulate() ? filters::FamilyBit(filters::SketchFamily::kBloom) : 0) |
            (cms_emulate() ? filters::FamilyBit(filters::SketchFamily::kCms) : 0) |
            (cf_emulate() ? filters::FamilyBit(filters::SketchFamily::kCuckoo) : 0) |
-           (topk_emulate() ? filters::FamilyBit(filters::SketchFamily::kTopk) : 0);
+           (topk_emulate() ? filters::FamilyBit(filters::SketchFamily::kTopk) : 0) |
+           (tdigest_emulate() ? filters::FamilyBit(filters::SketchFamily::kTdigest) : 0);
   }
   bool emulates(filters::SketchFamily f) const { return (emulated() & filters::FamilyBit(f)) != 0; }
   // The TLS context of upstream connections; null without upstream-tls.
@@ -150,6 +153,7 @@ class Server {
   filters::CfCache& cf_cache() { return cf_cache_; }
   const filters::TopkConfig& topk_config() const { return topk_config_; }
   filters::TopkCache& topk_cache() { return topk_cache_; }
+  const filters::TdigestConfig& tdigest_config() const { return tdigest_config_; }
   // A buffer for re-encoding a request; valid until the next call on this loop.
   std::string& scratch() { return scratch_; }
 
@@ -253,6 +257,7 @@ class Server {
   filters::TopkConfig topk_config_;
   filters::TopkCache topk_cache_;
   filters::TopkStates topk_states_;
+  filters::TdigestConfig tdigest_config_;
   std::vector<std::unique_ptr<SketchBatch>> batches_;  // open during this loop turn
   // CMS and CF batches upstream, by SketchBatch::Id(), and the batch waiting for each (or null).
   std::unordered_map<std::string, std::unique_ptr<SketchBatch>> held_batches_;

@@ -18,6 +18,7 @@
 #include "filters/bloom/window/window_rules.h"
 #include "filters/cms/cms_plan.h"
 #include "filters/cuckoo/cf_plan.h"
+#include "filters/tdigest/tdigest_plan.h"
 #include "filters/topk/topk_plan.h"
 #include "protocol/key_slot.h"
 #include "proxy/server/server.h"
@@ -117,6 +118,9 @@ std::unique_ptr<filters::Plan> Server::HeldBatchPlan(SketchBatch* b) {
     case BatchKind::kCfExists:
       return filters::MakeCfCheckBatchPlan(b->key, std::move(b->items), std::move(b->members),
                                            &cf_cache_, &cf_config_);
+    case BatchKind::kTdigestAdd:
+      return filters::MakeTdigestAddBatchPlan(b->key, std::move(b->items), std::move(b->members),
+                                              &tdigest_config_);
     case BatchKind::kTopkAdd:
       return filters::MakeTopkAddBatchPlan(b->key, std::move(b->items), std::move(b->increments),
                                            std::move(b->members), &topk_cache_, &topk_states_,

@@ -23,6 +23,7 @@ enum class BatchKind : uint8_t {
   kCfAdd,      // CF.ADD / CF.ADDNX
   kCfExists,   // CF.EXISTS / CF.MEXISTS
   kTopkAdd,    // TOPK.ADD / TOPK.INCRBY
+  kTdigestAdd,  // TDIGEST.ADD
 };
 
 // Commands of one kind on one filter or sketch, gathered during one loop turn from any number of

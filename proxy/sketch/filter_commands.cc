@@ -81,6 +81,7 @@ Client::Dispatched Client::HandleFilterCommand(const Command& cmd) {
   if (family == filters::SketchFamily::kCms) return HandleCmsCommand(cmd);
   if (family == filters::SketchFamily::kCuckoo) return HandleCfCommand(cmd);
   if (family == filters::SketchFamily::kTopk) return HandleTopkCommand(cmd);
+  if (family == filters::SketchFamily::kTdigest) return HandleTdigestCommand(cmd);
   BfCommand bf;
   if (filters::LookupBfCommand(cmd.args[0], &bf)) {
     filters::BfRequest request;
@@ -230,6 +231,9 @@ bool Client::BatchKindOf(const Command& cmd, BatchKind* kind) const {
     return cms == filters::CmsCommand::kIncrBy || cms == filters::CmsCommand::kQuery;
   }
   if (server_->cf_emulate() && CfBatchKindOf(cmd, kind)) return true;
+  if (server_->emulates(filters::SketchFamily::kTdigest) && TdigestBatchKindOf(cmd, kind)) {
+    return true;
+  }
   return server_->emulates(filters::SketchFamily::kTopk) && TopkBatchKindOf(cmd, kind);
 }
 
@@ -260,7 +264,8 @@ Client::Dispatched Client::JoinAnyBatch(BatchKind kind, std::string_view key,
                                         const std::vector<uint64_t>& increments, bool multi,
                                         bool nx) {
   const bool writes = kind == BatchKind::kBfAdd || kind == BatchKind::kCmsIncrBy ||
-                      kind == BatchKind::kCfAdd || kind == BatchKind::kTopkAdd;
+                      kind == BatchKind::kCfAdd || kind == BatchKind::kTopkAdd ||
+                      kind == BatchKind::kTdigestAdd;
   Dispatched result = Dispatched::kDone;
   UpstreamConn* target = PlanConnection(key, writes, &result);
   if (target == nullptr) return result;

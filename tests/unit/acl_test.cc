@@ -124,11 +124,36 @@ TEST(CommandAclTest, RedisBloomCategories) {
   EXPECT_FALSE(acl.Allows("topk.info"));
   acl = Compiled({"+@all", "-@bloom", "-@cuckoo", "-@cms"});
   EXPECT_TRUE(acl.Allows("topk.add"));
-  // A family without commands yet: the category is accepted and covers nothing known.
+  EXPECT_TRUE(acl.Allows("tdigest.add"));
   acl = Compiled({"nocommands", "+@tdigest"});
+  for (const char* name :
+       {"tdigest.create", "tdigest.add", "tdigest.reset", "tdigest.merge", "tdigest.min",
+        "tdigest.max", "tdigest.quantile", "tdigest.byrank", "tdigest.byrevrank", "tdigest.rank",
+        "tdigest.revrank", "tdigest.cdf", "tdigest.trimmed_mean", "tdigest.info"}) {
+    EXPECT_TRUE(acl.Allows(name)) << name;
+  }
   EXPECT_FALSE(acl.Allows("bf.add"));
   EXPECT_FALSE(acl.Allows("topk.add"));
   EXPECT_FALSE(acl.Allows("get"));
+  // TDIGEST.* are @write (CREATE, ADD, RESET, MERGE) or @read, as RedisBloom registers them,
+  // though some reads compress the digest; @fast all but ADD, MERGE and TRIMMED_MEAN.
+  acl = Compiled({"+@all", "-@tdigest", "+@read"});
+  EXPECT_FALSE(acl.Allows("tdigest.merge"));
+  EXPECT_TRUE(acl.Allows("tdigest.quantile"));
+  EXPECT_TRUE(acl.Allows("tdigest.trimmed_mean"));
+  acl = Compiled({"nocommands", "+@tdigest", "-@write"});
+  EXPECT_FALSE(acl.Allows("tdigest.create"));
+  EXPECT_FALSE(acl.Allows("tdigest.add"));
+  EXPECT_TRUE(acl.Allows("tdigest.cdf"));
+  acl = Compiled({"nocommands", "+@fast"});
+  EXPECT_TRUE(acl.Allows("tdigest.create"));
+  EXPECT_TRUE(acl.Allows("tdigest.info"));
+  EXPECT_FALSE(acl.Allows("tdigest.add"));
+  EXPECT_FALSE(acl.Allows("tdigest.merge"));
+  EXPECT_FALSE(acl.Allows("tdigest.trimmed_mean"));
+  acl = Compiled({"+@all", "-@tdigest"});
+  EXPECT_FALSE(acl.Allows("tdigest.info"));
+  EXPECT_TRUE(acl.Allows("topk.info"));
   // @fast as RedisBloom sets it: BF.INFO and BF.CARD are, BF.EXISTS is not.
   acl = Compiled({"nocommands", "+@fast"});
   EXPECT_TRUE(acl.Allows("bf.info"));

@@ -372,5 +372,61 @@ TEST(ConfigEnvTest, TopkMode) {
   EXPECT_NE(text.str().find("\ntopk-mode emulate\n"), std::string::npos);
 }
 
+// tdigest-mode, like the other families' modes: emulate by default, from the file, the environment
+// or a flag, any case; anything else is refused, and a reload keeps the running value.
+TEST(ConfigEnvTest, TdigestMode) {
+  LoadResult defaults = Load({"--upstream", "h:1"});
+  ASSERT_TRUE(defaults.errors.empty()) << Joined(defaults.errors);
+  EXPECT_EQ(defaults.options.tdigest_mode, BfMode::kEmulate);
+  EXPECT_EQ(ShowOption("tdigest-mode", defaults.options), "emulate");
+
+  TempFile file("upstream h:1\ntdigest-mode FORWARD\n");
+  LoadResult from_file = Load({file.path()});
+  ASSERT_TRUE(from_file.errors.empty()) << Joined(from_file.errors);
+  EXPECT_EQ(from_file.options.tdigest_mode, BfMode::kForward);
+  EXPECT_EQ(ShowOption("tdigest-mode", from_file.options), "forward");
+  // The other families keep their own modes.
+  EXPECT_EQ(from_file.options.bf_mode, BfMode::kEmulate);
+  EXPECT_EQ(from_file.options.cms_mode, BfMode::kEmulate);
+  EXPECT_EQ(from_file.options.cf_mode, BfMode::kEmulate);
+  EXPECT_EQ(from_file.options.topk_mode, BfMode::kEmulate);
+
+  LoadResult from_env = Load({"--upstream", "h:1"}, {{"BLOOMPROXY_TDIGEST_MODE", "forward"}});
+  ASSERT_TRUE(from_env.errors.empty()) << Joined(from_env.errors);
+  EXPECT_EQ(from_env.options.tdigest_mode, BfMode::kForward);
+  LoadResult flag_wins =
+      Load({file.path(), "--tdigest-mode", "emulate"}, {{"BLOOMPROXY_TDIGEST_MODE", "forward"}});
+  ASSERT_TRUE(flag_wins.errors.empty()) << Joined(flag_wins.errors);
+  EXPECT_EQ(flag_wins.options.tdigest_mode, BfMode::kEmulate);
+
+  TempFile bad("upstream h:1\ntdigest-mode native\ntdigest-mode\n");
+  LoadResult refused = Load({bad.path()});
+  EXPECT_EQ(Joined(refused.errors),
+            bad.path() + ":2: tdigest-mode: 'native' is not a mode (emulate, forward)\n" +
+                bad.path() +
+                ":3: wrong number of arguments for 'tdigest-mode' (expected 1, got 0)\n");
+
+  // Switching needs a restart: what existing sketches are depends on it.
+  TempFile running("upstream h:1\n");
+  LoadResult start = Load({running.path()});
+  ASSERT_TRUE(start.errors.empty()) << Joined(start.errors);
+  running.Write("upstream h:1\ntdigest-mode forward\n");
+  const Env none;
+  ReloadResult r = ReloadOptions(start.options, Getenv(none), Names(none));
+  ASSERT_TRUE(r.errors.empty()) << Joined(r.errors);
+  ASSERT_EQ(r.changes.size(), 1u);
+  EXPECT_EQ(std::string(r.changes[0].name), "tdigest-mode");
+  EXPECT_EQ(r.changes[0].reload, Reload::kRestart);
+  EXPECT_EQ(r.options.tdigest_mode, BfMode::kEmulate);
+
+  // The example file documents it with its default.
+  const std::string here = __FILE__;  // .../tests/unit/config_env_test.cc
+  std::ifstream in(here.substr(0, here.rfind("tests/unit/")) + "conf/bloomproxy.conf");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\ntdigest-mode emulate\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace bloomproxy::conf
