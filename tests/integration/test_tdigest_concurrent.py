@@ -46,7 +46,8 @@ CONNECTIONS_PER_PROXY = 3
 N_VALUES = 20000
 BATCH = 100
 SINGLE_SHARE = 0.2  # of the values, sent as one-value ADDs
-CALLS_PER_WRITE = 24
+CALLS_PER_WRITE = 4  # small writes (up to three in flight): the adds last long enough to race
+READERS = 2  # connections reading through the fifth proxy
 QS = (0.001, 0.01, 0.05, 0.1, 0.25, 0.35, 0.5, 0.65, 0.75, 0.9, 0.95, 0.99, 0.999)
 Q_ARGS = [repr(q) for q in QS]
 
@@ -156,14 +157,13 @@ class CountDown:
 
 class Reader:
     """Reads the digest through its own proxy until stopped, one pipeline of every read per
-    round; checks each reply on its own (the digest changes between the reads of a round)."""
+    round; checks each reply on its own (the digest may grow between the reads of a round, never
+    shrink: INFO comes first)."""
 
-    def __init__(self, proxy, key, floats):
-        self.proxy, self.key = proxy, key
+    def __init__(self, proxy, key, floats, stop):
+        self.proxy, self.key, self.stop = proxy, key, stop
         self.lo, self.hi, self.n = floats[0], floats[-1], len(floats)
         self.probes = [floats[i * (self.n - 1) // 6] for i in range(7)]
-        self.stop = threading.Event()
-        self.rounds = 0
         self.seen = []  # Observations of each round's INFO, in order
 
     def run(self, _tid=0):
@@ -174,11 +174,11 @@ class Reader:
     def one_round(self, conn):
         key, probes = self.key, [repr(p) for p in self.probes]
         conn.send(b"".join([
-            cmd("TDIGEST.QUANTILE", key, *Q_ARGS), cmd("TDIGEST.CDF", key, *probes),
-            cmd("TDIGEST.RANK", key, *probes), cmd("TDIGEST.REVRANK", key, *probes),
-            cmd("TDIGEST.TRIMMED_MEAN", key, "0.1", "0.9"), cmd("TDIGEST.MIN", key),
-            cmd("TDIGEST.MAX", key), cmd("TDIGEST.INFO", key)]))
-        quantiles, cdfs, ranks, revranks, mean, low, high, info = (
+            cmd("TDIGEST.INFO", key), cmd("TDIGEST.QUANTILE", key, *Q_ARGS),
+            cmd("TDIGEST.CDF", key, *probes), cmd("TDIGEST.RANK", key, *probes),
+            cmd("TDIGEST.REVRANK", key, *probes), cmd("TDIGEST.TRIMMED_MEAN", key, "0.1", "0.9"),
+            cmd("TDIGEST.MIN", key), cmd("TDIGEST.MAX", key)]))
+        info, quantiles, cdfs, ranks, revranks, mean, low, high = (
             conn.read_reply() for _ in range(8))
         assert isinstance(info, list) and len(info) == 18, info
         info = {bytes(info[i]).decode(): info[i + 1] for i in range(0, 18, 2)}
@@ -187,8 +187,7 @@ class Reader:
         assert not self.seen or obs >= self.seen[-1], (self.seen[-1], info)
         assert obs <= self.n, info
         self.seen.append(obs)
-        self.rounds += 1
-        if obs == 0:
+        if obs < 2:  # the reads after INFO may see more; one observation reads as nan
             return
         got = [as_double(x) for x in quantiles]
         assert all(self.lo <= x <= self.hi for x in got), got
@@ -214,22 +213,22 @@ def test_four_proxies_add_while_a_fifth_reads(proxy, compression):
     key = "td:many"
     with proxies[0].raw() as c:
         assert c.command("TDIGEST.CREATE", key, "COMPRESSION", compression) == b"OK"
-    reader = Reader(proxies[PROXIES], key, floats)
-
-    writing = CountDown(len(per_conn), reader.stop)
+    stop = threading.Event()
+    readers = [Reader(proxies[PROXIES], key, floats, stop) for _ in range(READERS)]
+    writing = CountDown(len(per_conn), stop)
 
     def worker(t):
-        if t == len(per_conn):
-            reader.run()
+        if t >= len(per_conn):
+            readers[t - len(per_conn)].run()
             return
         with writing:
             with proxies[t // CONNECTIONS_PER_PROXY].raw(timeout=120) as conn:
                 send_calls(conn, key, per_conn[t])
 
-    run_threads(worker, len(per_conn) + 1, timeout=240)
-    assert reader.rounds >= 3, reader.rounds
-    assert any(0 < obs < N_VALUES for obs in reader.seen), (
-        f"no read while the adds were under way: {reader.seen[:20]}")
+    run_threads(worker, len(per_conn) + READERS, timeout=240)
+    # The reads raced the adds: rounds that found some of the values, not all.
+    during = sum(1 for r in readers for obs in r.seen if 0 < obs < N_VALUES)
+    assert during >= 5, [r.seen for r in readers]
 
     with proxies[0].raw(timeout=30) as c:
         info = info_of(c, key)
@@ -385,7 +384,7 @@ def test_ttl_survives_adds_and_reads_and_merge_drops_it(proxy, redis_instance):
                          ("TRIMMED_MEAN", "0.1", "0.9"), ("BYRANK", "5")):
                 reply = c.command(f"TDIGEST.{read[0]}", "td:ttl", *read[1:])
                 assert not isinstance(reply, Err), (read, reply)
-            assert 990 <= c.command("TTL", "td:ttl") <= 1000, f"through proxy {t}"
+            assert 900 < c.command("TTL", "td:ttl") <= 1000, f"through proxy {t}"
     with proxies[1].raw() as c:
         info = info_of(c, "td:ttl")
         assert info["Observations"] == 4 * 701 and info["Total compressions"] >= 4, info
@@ -396,7 +395,7 @@ def test_ttl_survives_adds_and_reads_and_merge_drops_it(proxy, redis_instance):
         assert c.command("TDIGEST.MERGE", "td:ttl", 1, "td:src") == b"OK"
         assert c.command("TTL", "td:ttl") == -1
         assert info_of(c, "td:ttl")["Observations"] == 4 * 701 + 3
-        assert 1990 <= c.command("TTL", "td:src") <= 2000  # compressed in place, TTL kept
+        assert 1900 < c.command("TTL", "td:src") <= 2000  # compressed in place, TTL kept
         assert c.command("EXPIRE", "td:ttl", 1000) == 1
         assert c.command("TDIGEST.MERGE", "td:ttl", 1, "td:src", "OVERRIDE") == b"OK"
         assert c.command("TTL", "td:ttl") == -1
