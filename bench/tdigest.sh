@@ -17,7 +17,8 @@
 #   BATCH_N      requests per batched run (default N / 20: as many values as the single runs
 #                send five times over)
 #   SIZES        observations of the digests QUANTILE reads (default "1000 100000 10000000";
-#                each a multiple of BATCH), filled with TDIGEST.ADD of BATCH values, c50 P16
+#                each a multiple of BATCH), filled with TDIGEST.ADD of BATCH values per call,
+#                pipelined on one connection (redis-cli --pipe)
 #   LAT_N        QUANTILE calls per latency run (default 20000)
 #   QUANTILES    the quantiles each QUANTILE call asks for (default "0.5 0.9 0.99")
 #   CAPACITY     the Bloom filter's capacity (default 20000000, error 0.01)
@@ -89,18 +90,34 @@ log "made $BF_KEY (BF, 1%, $CAPACITY) and $TD_KEY (TDIGEST, compression 100)"
 BATCH_VALUES=()
 for ((i = 0; i < BATCH; i++)); do BATCH_VALUES+=(__rand_int__); done
 
-# The digests QUANTILE reads, filled with TDIGEST.ADD of BATCH random values per call, c50 P16
-# (redis-benchmark sends exactly -n calls: the count is checked).
+# fill_digest KEY COUNT: COUNT random values (0 .. 10^8 - 1, as __rand_int__) into KEY, BATCH per
+# TDIGEST.ADD call, all pipelined on one connection (redis-cli --pipe: exactly COUNT values, where
+# redis-benchmark with a pipeline sends whole pipelines past -n).
+fill_digest() {
+  "$BENCH_PY" - "$1" "$2" "$BATCH" <<'PY' \
+    | timeout --foreground --signal=INT --kill-after=10 "$RUN_TIMEOUT" \
+      redis-cli -h 127.0.0.1 -p "$PROXY_PORT" --pipe
+import random, sys
+key, count, batch = sys.argv[1].encode(), int(sys.argv[2]), int(sys.argv[3])
+rng, out = random.Random(count), sys.stdout.buffer
+head = b"*%d\r\n$11\r\nTDIGEST.ADD\r\n$%d\r\n%s\r\n" % (batch + 2, len(key), key)
+for _ in range(count // batch):
+    vals = [b"%d" % rng.randrange(100000000) for _ in range(batch)]
+    out.write(head + b"".join(b"$%d\r\n%s\r\n" % (len(v), v) for v in vals))
+PY
+}
+
+# The digests QUANTILE reads.
 declare -A FILL_SECS=()
 for s in "${SIZE_LIST[@]}"; do
   key="tdq:$s"
   got="$(rcli TDIGEST.CREATE "$key" 2>&1)"
   [[ "$got" == OK ]] || die "TDIGEST.CREATE $key: $got"
   start=$SECONDS
-  timeout --foreground --signal=INT --kill-after=10 "$RUN_TIMEOUT" redis-benchmark -h 127.0.0.1 \
-    -p "$PROXY_PORT" -q -n $((s / BATCH)) -c 50 -P 16 -r 100000000 \
-    TDIGEST.ADD "$key" "${BATCH_VALUES[@]}" >"$BENCH_TMP/fill.out" 2>&1 \
+  fill_digest "$key" "$s" >"$BENCH_TMP/fill.out" 2>&1 \
     || { _show_log "$BENCH_TMP/fill.out"; die "filling $key failed"; }
+  grep -q '^errors: 0, replies: ' "$BENCH_TMP/fill.out" \
+    || { _show_log "$BENCH_TMP/fill.out"; die "filling $key: error replies"; }
   FILL_SECS[$s]=$((SECONDS - start))
   got="$(td_info "$key" Observations)"
   [[ "$got" == "$s" ]] || die "$key: $got observations after adding $s values"
@@ -173,7 +190,7 @@ done
 fills=""
 for s in "${SIZE_LIST[@]}"; do fills+="${fills:+, }$s in ${FILL_SECS[$s]} s"; done
 info="$(rcli TDIGEST.INFO "$TD_KEY" | paste -d' ' - - | paste -sd',' | sed 's/,/, /g')"
-STATE="TDIGEST.INFO $TD_KEY: $info. Fills (TDIGEST.ADD x$BATCH, c50 P16): $fills."
+STATE="TDIGEST.INFO $TD_KEY: $info. Fills (TDIGEST.ADD x$BATCH, redis-cli --pipe): $fills."
 rounds_report "$CSV" "$BATCH" "$LAT_CSV" "${Q_LIST[*]}" "$STATE" >"$MD" <<'EOF'
 batch, lat_csv, quantiles, state = int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 big = f"TDIGEST.ADD x{batch}"
