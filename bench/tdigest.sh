@@ -2,8 +2,9 @@
 # Throughput of bloomproxy's TDIGEST.ADD against its BF.ADD, all through the same proxy in front
 # of one redis-server, in interleaved rounds: TDIGEST.ADD of 1 value and of BATCH (100) values
 # per call (calls/s and values/s) against BF.ADD of 1 item, c50 P16. Then the latency of
-# TDIGEST.QUANTILE (one connection, one call at a time: p50 and p99) on digests of 1k, 100k and
-# 10M observations, which must not grow with the count. See bench/sketches.md.
+# TDIGEST.QUANTILE (one connection, one call at a time, the digests taking turns: p50 and p99) on
+# digests of 1k, 100k and 10M observations, which must not grow with the count. See
+# bench/sketches.md.
 #
 # Usage: bench/tdigest.sh [--rounds N] [--quick] [--help]
 #
@@ -19,7 +20,7 @@
 #   SIZES        observations of the digests QUANTILE reads (default "1000 100000 10000000";
 #                each a multiple of BATCH), filled with TDIGEST.ADD of BATCH values per call,
 #                FILL_WINDOW (32) calls at a time on one connection
-#   LAT_N        QUANTILE calls per latency run (default 20000)
+#   LAT_N        QUANTILE calls per digest and round (default 20000)
 #   QUANTILES    the quantiles each QUANTILE call asks for (default "0.5 0.9 0.99")
 #   CAPACITY     the Bloom filter's capacity (default 20000000, error 0.01)
 #   RUN_TIMEOUT  seconds before one run (or one fill) is killed (default 600)
@@ -160,38 +161,64 @@ for t in "${TESTS[@]}"; do
     >/dev/null 2>&1 || log "warning: warm-up of $t failed"
 done
 
-# quantile_run ROUND SIZE: LAT_N calls of TDIGEST.QUANTILE on the digest of SIZE observations,
-# one connection, one call at a time; appends "round,size,rps,p50,p99,other,steal" to LAT_CSV.
+# quantile_run ROUND: LAT_N calls of TDIGEST.QUANTILE on each digest of SIZES, one connection,
+# one call at a time, the digests taking turns call by call (so that the machine's noise falls on
+# each alike); appends "round,size,rps,p50,p99,other,steal" per digest to LAT_CSV.
 quantile_run() {
-  local r="$1" s="$2" out="$BENCH_TMP/lat.out" rc=0 snap0 snap1 other steal row
+  local r="$1" out="$BENCH_TMP/lat.out" rc=0 snap0 snap1 other steal rows
   RUN=$((RUN + 1))
   snap0="$(cpu_snapshot)"
-  timeout --foreground --signal=INT --kill-after=10 "$RUN_TIMEOUT" redis-benchmark -h 127.0.0.1 \
-    -p "$PROXY_PORT" -q --csv -n "$LAT_N" -c 1 -P 1 \
-    TDIGEST.QUANTILE "tdq:$s" "${Q_LIST[@]}" >"$out" 2>&1 || rc=$?
+  timeout --foreground --signal=INT --kill-after=10 "$RUN_TIMEOUT" "$BENCH_PY" - "$PROXY_PORT" \
+    "$LAT_N" "$r" "$QUANTILES" "${SIZE_LIST[@]}" >"$out" 2>&1 <<'PY' || rc=$?
+import socket, statistics, sys, time
+port, n, r, qs, sizes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(), \
+    sys.argv[5:]
+sizes = sizes[r % len(sizes):] + sizes[:r % len(sizes)]  # a different first digest per round
+sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+def call(key):
+    args = [b"TDIGEST.QUANTILE", key.encode()] + [q.encode() for q in qs]
+    sock.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+    buf, lines = b"", 1 + 2 * len(qs)  # *N, then $len and the number per quantile
+    while not (buf.startswith(b"-") and buf.endswith(b"\r\n")) and buf.count(b"\r\n") < lines:
+        chunk = sock.recv(65536)
+        if not chunk:
+            sys.exit("connection closed")
+        buf += chunk
+    if not buf.startswith(b"*%d\r\n" % len(qs)):
+        sys.exit(f"TDIGEST.QUANTILE {key}: {buf[:200]!r}")
+lat = {s: [] for s in sizes}
+for _ in range(n):
+    for s in sizes:
+        t0 = time.perf_counter()
+        call(f"tdq:{s}")
+        lat[s].append(time.perf_counter() - t0)
+for s in sorted(lat, key=int):
+    v = sorted(lat[s])
+    print(f"{s},{len(v) / sum(v):.1f},{1e3 * v[len(v) // 2]:.3f},{1e3 * v[int(len(v) * 0.99)]:.3f}")
+PY
   snap1="$(cpu_snapshot)"
   exit_if_interrupted "$rc"
   read -r other steal <<<"$(other_load "$snap0" "$snap1")"
-  # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
-  # "p99_latency_ms","max_latency_ms"
-  row="$(tr -d '"\r' <"$out" | awk -F, -v OFS=, -v pre="$r,$s" -v post="$other,$steal" \
-    '$1 != "test" && NF >= 8 && $2 + 0 > 0 {print pre, $2, $5, $7, post}')"
-  if run_failed "$rc" "$row" "$out" "$out" "round $r QUANTILE on $s observations"; then return 0; fi
-  printf '%s\n' "$row" >>"$LAT_CSV"
-  log "[$RUN/$TOTAL] round $r QUANTILE on $s observations: $(cut -d, -f3 <<<"$row") calls/s," \
-    "p50 $(cut -d, -f4 <<<"$row") ms, p99 $(cut -d, -f5 <<<"$row") ms"
+  rows="$(awk -F, -v OFS=, -v pre="$r" -v post="$other,$steal" 'NF == 4 {print pre, $0, post}' \
+    "$out")"
+  if run_failed "$rc" "$rows" "$out" "$out" "round $r QUANTILE"; then return 0; fi
+  printf '%s\n' "$rows" >>"$LAT_CSV"
+  log "[$RUN/$TOTAL] round $r QUANTILE (observations: calls/s, p50 ms, p99 ms):" \
+    "$(awk -F, '{printf "%s%s: %.0f, %s, %s", (NR > 1 ? "; " : ""), $2, $3, $4, $5}' <<<"$rows")"
 }
 
 echo "round,test,target,requests,rps,p50_latency_ms,other_cpu_pct,steal_pct" >"$CSV"
 echo "round,size,rps,p50_ms,p99_ms,other_cpu_pct,steal_pct" >"$LAT_CSV"
-TOTAL=$((ROUNDS * (${#TESTS[@]} + ${#SIZE_LIST[@]})))
+TOTAL=$((ROUNDS * (${#TESTS[@]} + 1)))
 RUN=0
 FAILED=0
 declare -A PORT=([proxy]="$PROXY_PORT")
 declare -A TARGET_ARGS=()
 log "benchmark: $ROUNDS round(s) x ${#TESTS[@]} ADD runs (-c $CLIENTS -P $PIPELINE -r 100000000," \
-  "-n $N (1 value per call) / $BATCH_N ($BATCH values per call)) and ${#SIZE_LIST[@]} QUANTILE" \
-  "runs (-c 1 -P 1 -n $LAT_N); raw results -> ${CSV#"$REPO_ROOT"/}, ${LAT_CSV#"$REPO_ROOT"/}"
+  "-n $N (1 value per call) / $BATCH_N ($BATCH values per call)) and one QUANTILE run" \
+  "($LAT_N calls per digest, one at a time); raw results -> ${CSV#"$REPO_ROOT"/}," \
+  "${LAT_CSV#"$REPO_ROOT"/}"
 for ((r = 1; r <= ROUNDS; r++)); do
   # Rotate the orders, so that no command always runs on a warmer (or busier) machine.
   for ((j = 0; j < ${#TESTS[@]}; j++)); do
@@ -199,9 +226,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     # shellcheck disable=SC2086  # the command's words
     redis_bench_run "$r" "$t" proxy "${REQS[$t]}" -r 100000000 ${ARGS[$t]}
   done
-  for ((j = 0; j < ${#SIZE_LIST[@]}; j++)); do
-    quantile_run "$r" "${SIZE_LIST[(j + r - 1) % ${#SIZE_LIST[@]}]}"
-  done
+  quantile_run "$r"
 done
 
 fills=""
@@ -242,8 +267,8 @@ with open(lat_csv) as f:
             lat[int(row["size"])][col].append(float(row[col]))
         loads.append(float(row["other_cpu_pct"]) + float(row["steal_pct"]))
 print()
-print(f"TDIGEST.QUANTILE key {quantiles} through the proxy, one connection, one call at a time"
-      " (redis-benchmark -c 1 -P 1; medians over rounds):")
+print(f"TDIGEST.QUANTILE key {quantiles} through the proxy, one connection, one call at a time,"
+      " the digests taking turns call by call (medians over rounds):")
 print()
 print("| observations | median p50 ms | median p99 ms | p50 runs (ms) | p99 runs (ms) "
       "| median calls/s |")
