@@ -16,6 +16,8 @@ constexpr std::string_view kCf = ":cf:";
 constexpr std::string_view kCfMarker = ":cf:m:";
 constexpr std::string_view kTk = ":tk:";
 constexpr std::string_view kTkMarker = ":tk:m:";
+constexpr std::string_view kTd = ":td:";
+constexpr std::string_view kTdMarker = ":td:m:";
 constexpr size_t kIdLength = 16;
 constexpr size_t kMaxDigits = 20;  // std::to_string of a 64-bit size_t
 
@@ -69,6 +71,12 @@ bool IsTopkSuffix(std::string_view s) {
   return rest == "h" || rest == "i" || (rest.substr(0, 2) == "b." && IsKeyNumber(rest.substr(2)));
 }
 
+// What follows "P:td:": "H:d" (a t-digest's data).
+bool IsTdigestSuffix(std::string_view s) {
+  return s.size() == kIdLength + 2 && IsInternalKeyId(s.substr(0, kIdLength)) &&
+         s.substr(kIdLength) == ":d";
+}
+
 // Whether `prefix` is filters::DataKeyPrefix(name) (the same three rules,
 // filters/common/key_layout.cc; protocol/ cannot call filters/, and internal_keys_test checks that
 // both agree).
@@ -84,8 +92,8 @@ bool IsPrefixOf(std::string_view prefix, std::string_view name) {
          prefix.substr(1, kTagged - 2) == SlotTag(KeySlot(name));
 }
 
-// A name may itself hold ":bf:m:" (or ":cms:m:", ":cf:m:", ":tk:m:"), so every occurrence is a
-// candidate split.
+// A name may itself hold ":bf:m:" (or ":cms:m:", ":cf:m:", ":tk:m:", ":td:m:"), so every
+// occurrence is a candidate split.
 bool IsMarker(std::string_view key, std::string_view infix) {
   for (size_t at = key.find(infix); at != std::string_view::npos; at = key.find(infix, at + 1)) {
     if (IsPrefixOf(key.substr(0, at), key.substr(at + infix.size()))) return true;
@@ -93,8 +101,8 @@ bool IsMarker(std::string_view key, std::string_view infix) {
   return false;
 }
 
-// The suffix of a data key holds no ":bf:", ":cms:", ":cf:" or ":tk:" (ids are hex, the rest
-// digits, "b.", "h" or "i"), so the last occurrence is the only split that can match.
+// The suffix of a data key holds no ":bf:", ":cms:", ":cf:", ":tk:" or ":td:" (ids are hex, the
+// rest digits, "b.", "h", "i" or "d"), so the last occurrence is the only split that can match.
 bool IsDataKey(std::string_view key, std::string_view infix, bool (*suffix_ok)(std::string_view)) {
   const size_t at = key.rfind(infix);
   return at != std::string_view::npos && suffix_ok(key.substr(at + infix.size())) &&
@@ -201,14 +209,16 @@ bool SplitAt(std::string_view s, char sep, std::string_view* head, std::string_v
 bool IsInternalKey(std::string_view key) {
   return IsDataKey(key, kBf, IsBloomSuffix) || IsDataKey(key, kCms, IsSketchSuffix) ||
          IsDataKey(key, kCf, IsCuckooSuffix) || IsDataKey(key, kTk, IsTopkSuffix) ||
-         IsMarker(key, kMarker) || IsMarker(key, kCmsMarker) || IsMarker(key, kCfMarker) ||
-         IsMarker(key, kTkMarker);
+         IsDataKey(key, kTd, IsTdigestSuffix) || IsMarker(key, kMarker) ||
+         IsMarker(key, kCmsMarker) || IsMarker(key, kCfMarker) || IsMarker(key, kTkMarker) ||
+         IsMarker(key, kTdMarker);
 }
 
 std::string HideInternalKeys(std::string_view frame, bool scan) {
   // Most replies name no internal key at all: leave them untouched without parsing.
   if (frame.find(kBf) == std::string_view::npos && frame.find(kCms) == std::string_view::npos &&
-      frame.find(kCf) == std::string_view::npos && frame.find(kTk) == std::string_view::npos) {
+      frame.find(kCf) == std::string_view::npos && frame.find(kTk) == std::string_view::npos &&
+      frame.find(kTd) == std::string_view::npos) {
     return std::string(frame);
   }
   Reader r(frame);

@@ -17,9 +17,10 @@
 //   P:cf:H:D.D           a cuckoo filter's slots (sub-filter.data key)  (CF layout)
 //   P:tk:H:b.D           a Top-K sketch's bucket shard D                (Top-K layout)
 //   P:tk:H:h, P:tk:H:i   a Top-K sketch's heap slots and heap items     (Top-K layout)
+//   P:td:H:d             a t-digest's data (the digest itself)          (t-digest layout)
 //   P:bf:m:N, P:cms:m:N, the marker of the filter or sketch named N, where P is exactly
-//   P:cf:m:N, P:tk:m:N   DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
-//                        without braces, else "{T}N" with T = SlotTag(KeySlot(N))
+//   P:cf:m:N, P:tk:m:N,  DataKeyPrefix(N): "N" when N has a tag, "{N}" when N is non-empty
+//   P:td:m:N             without braces, else "{T}N" with T = SlotTag(KeySlot(N))
 //
 // A slot is a filter of its own whose data-key prefix is its name (which holds P's tag), so its
 // keys are already in the list: P:bf:H:wD:bf:H:D.D, P:bf:H:wD:bf:H:D:n, ... And nothing else:

@@ -216,13 +216,7 @@ std::unique_ptr<QueuedSketch> QueueBfCommand(const std::vector<std::string_view>
   const bool deferred = !error.empty() && args.size() == 3 &&
                         (req.command == BfCommand::kInfo || req.command == BfCommand::kScanDump);
   if (!error.empty() && !deferred) {
-    // Redis checks the arity of the command table when it queues a command, and refuses the
-    // transaction then; RedisBloom's own counts (BF.INSERT's ITEMS, ...) are checked at EXEC.
-    if (!SketchArityOk(args[0], args.size())) {
-      *refusal = std::move(error);
-      return nullptr;
-    }
-    return std::make_unique<KnownReply>(std::move(error));
+    return QueueRefused(args, std::move(error), refusal);
   }
   if (const LayoutRule* rule = config.layouts.Match(req.key)) {
     return QueueGuavaCommand(req, *rule, std::move(error));

@@ -241,13 +241,7 @@ std::unique_ptr<QueuedSketch> QueueCmsCommand(const std::vector<std::string_view
   CmsRequest req;
   std::string error = ParseCmsRequest(args, &req, config.max_bytes);
   if (!error.empty() && req.error_order == CmsErrorOrder::kNow) {
-    // Redis refuses a wrong arity when it queues the command (the transaction aborts); any other
-    // such error is RedisBloom's reply when EXEC runs the command.
-    if (!SketchArityOk(args[0], args.size())) {
-      *refusal = std::move(error);
-      return nullptr;
-    }
-    return std::make_unique<KnownReply>(std::move(error));
+    return QueueRefused(args, std::move(error), refusal);
   }
   // kAfterKey errors wait for the key check; kAfterSources ones for the sources' (bad_weight).
   const bool pending = !error.empty() && req.error_order == CmsErrorOrder::kAfterKey;

@@ -3,7 +3,7 @@
 -- marker's name when the marker exists (else nil), and the structure's data keys when `k` is a
 -- filter's or a count-min sketch's hash whose fields parse: a filter's shards of each link and
 -- each link's count; a sketch's parts (filters/cms/cms_meta.h); a cuckoo filter's sub-filters;
--- a Top-K sketch's bucket shards, heap and heap items.
+-- a Top-K sketch's bucket shards, heap and heap items; a t-digest's digest.
 -- For a windowed filter (its hash has `window`; docs/bloom-filters.md "Windowed filters' keys")
 -- the data keys are those of its live slots that exist (common/live_slots.lua): each slot's
 -- name and the slot's own data keys (a slot is a filter whose prefix is its name), and a third
@@ -24,7 +24,11 @@ local function sketch_parts(p, id, width, depth, part)
   return keys
 end
 -- (below filter_at, so that no read comes before a marker check)
-local cuckoo_keys, topk_keys, window_keys
+local window_keys
+-- The markers looked at after a filter's and a count-min sketch's, in this order, each of a kind
+-- whose data keys OWN_KEYS[kind](p, k) lists (set below filter_at, like window_keys).
+local OWN_KINDS = {':cf:m:', ':tk:m:', ':td:m:'}
+local OWN_KEYS = {}
 local function unlink_all(m, keys)
   redis.call('UNLINK', m)
   for i = 1, #keys, 1000 do redis.call('UNLINK', unpack(keys, i, math.min(i + 999, #keys))) end
@@ -57,15 +61,14 @@ local function filter_at(k, p)
   if not marked(m) then
     m = p .. ':cms:m:' .. k
     if not marked(m) then
-      m = p .. ':cf:m:' .. k
-      local keys = cuckoo_keys
-      if not marked(m) then
-        m = p .. ':tk:m:' .. k
-        if not marked(m) then return nil, nil end
-        keys = topk_keys
+      for _, kind in ipairs(OWN_KINDS) do
+        m = p .. kind .. k
+        if marked(m) then
+          if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
+          return m, OWN_KEYS[kind](p, k)
+        end
       end
-      if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
-      return m, keys(p, k)
+      return nil, nil
     end
   end
   if redis.call('TYPE', k).ok ~= 'hash' then return m, nil end
@@ -103,7 +106,7 @@ window_keys = function(p, id, w, g)
 end
 -- A cuckoo filter's data keys (filters/cuckoo/cf_layout.lua): sub-filter i of nb * ex^i buckets
 -- of bs bytes, in keys of sh bytes.
-cuckoo_keys = function(p, k)
+OWN_KEYS[':cf:m:'] = function(p, k)
   local f = redis.call('HMGET', k, 'cf', 'id', 'nb', 'bs', 'ex', 'nf', 'sh')
   local nb, bs, ex, nf, sh = tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), tonumber(f[6]),
                              tonumber(f[7])
@@ -123,7 +126,7 @@ end
 -- A Top-K sketch's data keys (the layout filters/topk/'s scripts write): its width * depth
 -- buckets, 8 bytes each, in shards of sh bytes; its heap; its heap's items, a hash that exists
 -- only once an item was kept (listed only then).
-topk_keys = function(p, k)
+OWN_KEYS[':tk:m:'] = function(p, k)
   local f = redis.call('HMGET', k, 'tk', 'id', 'width', 'depth', 'sh')
   local width, depth, sh = tonumber(f[3]), tonumber(f[4]), tonumber(f[5])
   if f[1] ~= '1' or not f[2] or not width or not depth or not sh or sh < 1 then return nil end
@@ -133,4 +136,10 @@ topk_keys = function(p, k)
   keys[#keys + 1] = base .. 'h'
   if redis.call('EXISTS', base .. 'i') == 1 then keys[#keys + 1] = base .. 'i' end
   return keys
+end
+-- A t-digest's data key (the layout filters/tdigest/'s scripts write): the digest, one string.
+OWN_KEYS[':td:m:'] = function(p, k)
+  local f = redis.call('HMGET', k, 'td', 'id')
+  if f[1] ~= '1' or not f[2] then return nil end
+  return {p .. ':td:' .. f[2] .. ':d'}
 end

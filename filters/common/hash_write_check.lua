@@ -9,7 +9,7 @@
 -- the command runs as sent. common/hash_read_check.lua and common/hash_write_check.lua differ only
 -- in how they look at the markers.
 --@include common/marked.lua
-if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]) or marked(MK[4])) and
+if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]) or marked(MK[4]) or marked(MK[5])) and
    redis.call('TYPE', KEYS[1]).ok == 'hash' then
   local on = nil
   for _, m in ipairs(MK) do

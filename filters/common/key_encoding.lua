@@ -1,8 +1,8 @@
--- OBJECT ENCODING (filters/common/key_scripts.h): "raw" for a filter or a sketch, as for
--- RedisBloom's module types; else Redis's answer. Touches nothing but what the command itself
+-- OBJECT ENCODING (filters/common/key_scripts.h): "raw" for a filter, a sketch or a t-digest, as
+-- for RedisBloom's module types; else Redis's answer. Touches nothing but what the command itself
 -- touches.
 --
--- KEYS[1]: the name. ARGV[1..4]: its markers (common/markers.lua); then the client's command, as
+-- KEYS[1]: the name. ARGV[1..5]: its markers (common/markers.lua); then the client's command, as
 -- sent.
 
 --@include common/markers.lua

@@ -1,7 +1,7 @@
 -- HMGET with more than kMaxScriptArgs arguments (filters/common/key_scripts.h): the check of
 -- key_hash_read.lua, then the command in parts (common/hash_in_parts.lua).
 --
--- KEYS[1]: the name. ARGV[1..4]: its markers (common/markers.lua); then the client's command, as
+-- KEYS[1]: the name. ARGV[1..5]: its markers (common/markers.lua); then the client's command, as
 -- sent.
 --
 -- Returns the command's reply or error, Redis's own; on a structure WRONGTYPE (or Redis's error

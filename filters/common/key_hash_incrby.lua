@@ -1,7 +1,7 @@
 -- HINCRBY (filters/common/key_scripts.h), as key_hash_write.lua, but a Lua number is a double: a
 -- result beyond 2^53 is answered with the field's value, exact, as a bulk string.
 --
--- KEYS[1]: the name. ARGV[1..4]: its markers (common/markers.lua); then the client's command, as
+-- KEYS[1]: the name. ARGV[1..5]: its markers (common/markers.lua); then the client's command, as
 -- sent.
 --
 -- Returns the command's reply or error, Redis's own; on a structure WRONGTYPE (or Redis's error

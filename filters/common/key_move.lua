@@ -24,7 +24,7 @@ for _, d in ipairs(data) do
   end
 end
 local others = {}
-for _, kind in ipairs({':bf:m:', ':cms:m:', ':cf:m:', ':tk:m:'}) do
+for _, kind in ipairs({':bf:m:', ':cms:m:', ':cf:m:', ':tk:m:', ':td:m:'}) do
   local other = ARGV[1] .. kind .. KEYS[1]
   if other ~= m then others[#others + 1] = other end
 end

@@ -100,9 +100,9 @@ bool ReadOnly(Kind kind) {
          kind == Kind::kDump || kind == Kind::kMemoryUsage || kind == Kind::kObjectTime;
 }
 
-// The commands of one name whose script looks at the name's markers (KEYS: name; ARGV[1..4]: its
-// Bloom filter, count-min sketch, cuckoo filter and Top-K markers), and those whose script finds
-// the whole structure (KEYS: name; ARGV[1]: its data-key prefix).
+// The commands of one name whose script looks at the name's markers (KEYS: name; ARGV[1..5]: its
+// Bloom filter, count-min sketch, cuckoo filter, Top-K and t-digest markers), and those whose
+// script finds the whole structure (KEYS: name; ARGV[1]: its data-key prefix).
 bool TakesMarkers(Kind kind) {
   return kind == Kind::kType || kind == Kind::kEncoding || kind == Kind::kHashRead ||
          kind == Kind::kHashWrite || kind == Kind::kDump;
@@ -146,10 +146,11 @@ void AppendOneName(Kind kind, const std::vector<std::string_view>& args,
   const std::string cms_marker = CmsMarkerKey(prefix, name);
   const std::string cf_marker = CfMarkerKey(prefix, name);
   const std::string topk_marker = TopkMarkerKey(prefix, name);
+  const std::string tdigest_marker = TdigestMarkerKey(prefix, name);
   const bool ro = ReadOnly(kind) && upstream != protocol::UpstreamKind::kShardingProxy;
   std::vector<std::string_view> out = {ro ? "EVAL_RO" : "EVAL", ScriptOf(kind, args)};
   if (TakesMarkers(kind)) {
-    out.insert(out.end(), {"1", name, marker, cms_marker, cf_marker, topk_marker});
+    out.insert(out.end(), {"1", name, marker, cms_marker, cf_marker, topk_marker, tdigest_marker});
   } else {
     out.insert(out.end(), {"1", name, prefix});
   }
@@ -225,7 +226,8 @@ bool KeyCommandRequest(const std::vector<std::string_view>& args, std::string* r
       prefixes.push_back(CmsMarkerKey(prefixes[0], args[1]));
       prefixes.push_back(CfMarkerKey(prefixes[0], args[1]));
       prefixes.push_back(TopkMarkerKey(prefixes[0], args[1]));
-      out = {"EVAL", CopyScript(), "6", args[1], args[2]};
+      prefixes.push_back(TdigestMarkerKey(prefixes[0], args[1]));
+      out = {"EVAL", CopyScript(), "7", args[1], args[2]};
       out.insert(out.end(), prefixes.begin() + 1, prefixes.end());
       break;
     default:

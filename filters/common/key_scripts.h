@@ -1,14 +1,15 @@
-// Key commands on a filter's or a sketch's name. A structure lives in several keys (its name, a
-// hash of metadata; data keys of bits and counts, of cells, of slots, or of buckets and a heap;
-// a marker, see key_layout.h, cms_meta.h, cuckoo/cf_layout.lua and filters/topk/), and the key
-// commands must see it as the one key RedisBloom's module type is:
+// Key commands on a filter's, a sketch's or a t-digest's name. A structure lives in several keys
+// (its name, a hash of metadata; data keys of bits and counts, of cells, of slots, of buckets and
+// a heap, or the digest; a marker, see key_layout.h, cms_meta.h, cuckoo/cf_layout.lua,
+// filters/topk/ and filters/tdigest/), and the key commands must see it as the one key
+// RedisBloom's module type is:
 //
 //   whole      DEL, UNLINK, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, PERSIST, RENAME, RENAMENX,
 //              MOVE, RESTORE (REPLACE removes every key of the structure it replaces),
 //              MEMORY USAGE (the sum over its keys), OBJECT IDLETIME / FREQ (its data keys'
 //              and marker's least idle time, highest frequency)
-//   answered   TYPE (MBbloom-- / CMSk-TYPE / MBbloomCF / TopK-TYPE), OBJECT ENCODING (raw),
-//              COPY (RedisBloom's "not supported for this module key"),
+//   answered   TYPE (MBbloom-- / CMSk-TYPE / MBbloomCF / TopK-TYPE / TDIS-TYPE),
+//              OBJECT ENCODING (raw), COPY (RedisBloom's "not supported for this module key"),
 //              DUMP (not supported: kDumpRefused)
 //   WRONGTYPE  every hash command (HGET, HSET, ... HSCAN), as on a module key
 //
@@ -55,13 +56,13 @@ std::vector<std::string_view> KeyCommandNames(const std::vector<std::string_view
 // The most arguments a script passes to one redis.call (Lua's unpack stops at 8000).
 inline constexpr size_t kMaxScriptArgs = 7000;
 
-// The error DUMP of a filter or sketch answers: key_dump.lua holds it word for word (one line, no
-// quote: it is a Lua string there; tests/unit/key_scripts_test.cc holds the two equal). What the
-// proxy stores is not RedisBloom's RDB format, so no payload could be one.
+// The error DUMP of a filter, sketch or t-digest answers: key_dump.lua holds it word for word (one
+// line, no quote: it is a Lua string there; tests/unit/key_scripts_test.cc holds the two equal).
+// What the proxy stores is not RedisBloom's RDB format, so no payload could be one.
 inline constexpr std::string_view kDumpRefused =
-    "ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch or Top-K sketch is "
-    "not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, restore it with BF.LOADCHUNK "
-    "or CF.LOADCHUNK)";
+    "ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch, Top-K sketch or "
+    "t-digest is not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, restore it with "
+    "BF.LOADCHUNK or CF.LOADCHUNK)";
 
 // The scripts, filters/common/key_*.lua (what each takes and returns is documented at the top of
 // its file), for tests.

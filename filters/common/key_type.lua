@@ -1,8 +1,8 @@
 -- TYPE (filters/common/key_scripts.h): RedisBloom's module type names, "MBbloom--" for a Bloom
 -- filter, "CMSk-TYPE" for a count-min sketch, "MBbloomCF" for a cuckoo filter, "TopK-TYPE" for a
--- Top-K sketch; else Redis's answer.
+-- Top-K sketch, "TDIS-TYPE" for a t-digest; else Redis's answer.
 --
--- KEYS[1]: the name. ARGV[1..4]: its markers (common/markers.lua); then nothing.
+-- KEYS[1]: the name. ARGV[1..5]: its markers (common/markers.lua); then nothing.
 --
 -- Returns the type as a status reply.
 

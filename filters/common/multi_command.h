@@ -66,6 +66,13 @@ class KnownReply : public QueuedSketch {
   std::string reply_;
 };
 
+// A command whose arguments were refused before EXEC runs anything: Redis refuses a wrong
+// arity (the sketch command table's) when it queues the command, and the transaction then aborts
+// with EXECABORT (null, *refusal set to `error`); any other such error is the command's reply
+// when EXEC runs it (a KnownReply).
+std::unique_ptr<QueuedSketch> QueueRefused(const std::vector<std::string_view>& args,
+                                           std::string error, std::string* refusal);
+
 // Prepares BF.* command `args` (args[0] is the name, any case) for a transaction. Null with
 // *refusal set when Redis refuses it when queueing it (a wrong number of arguments: the
 // transaction then aborts at EXEC with EXECABORT).

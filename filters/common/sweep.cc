@@ -19,10 +19,13 @@ constexpr std::string_view kCf = ":cf:";
 constexpr std::string_view kCfMarker = ":cf:m:";
 constexpr std::string_view kTk = ":tk:";
 constexpr std::string_view kTkMarker = ":tk:m:";
+constexpr std::string_view kTd = ":td:";
+constexpr std::string_view kTdMarker = ":td:m:";
 constexpr std::string_view kFilterMark = "bloomproxy";  // bf_meta.h kMarkerField
 constexpr std::string_view kSketchMark = "cms";         // cms_meta.h
 constexpr std::string_view kCuckooMark = "cf";          // cuckoo/cf_layout.lua
 constexpr std::string_view kTopkMark = "tk";            // filters/topk/
+constexpr std::string_view kTdigestMark = "td";         // filters/tdigest/
 constexpr size_t kIdLength = 16;
 
 bool HasTag(std::string_view s) {
@@ -87,6 +90,16 @@ bool ParseTopkSuffix(std::string_view s, std::string_view* id) {
   return true;
 }
 
+// What follows "P:td:": "H:d" (a t-digest's data).
+bool ParseTdigestSuffix(std::string_view s, std::string_view* id) {
+  if (s.size() != kIdLength + 2 || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
+      s.substr(kIdLength) != ":d") {
+    return false;
+  }
+  *id = s.substr(0, kIdLength);
+  return true;
+}
+
 bool ParseSketchSuffix(std::string_view s, std::string_view* id) {
   if (s.size() <= kIdLength + 1 || !protocol::IsInternalKeyId(s.substr(0, kIdLength)) ||
       s[kIdLength] != ':' || !protocol::IsKeyNumber(s.substr(kIdLength + 1))) {
@@ -139,6 +152,15 @@ bool AddDataOwners(std::string_view key, SweepKey* out) {
       out->owners.push_back({std::move(name), kTopkMark, std::string(id), ""});
     }
   }
+  // A t-digest's data key belongs to the digest of its id.
+  at = key.rfind(kTd);
+  if (at != std::string_view::npos && ParseTdigestSuffix(key.substr(at + kTd.size()), &id) &&
+      HasTag(key.substr(0, at))) {
+    found = true;
+    for (std::string& name : PrefixOwners(key.substr(0, at))) {
+      out->owners.push_back({std::move(name), kTdigestMark, std::string(id), ""});
+    }
+  }
   return found;
 }
 
@@ -187,7 +209,8 @@ bool ParseSweepKey(std::string_view key, SweepKey* out) {
   const bool cms_marker = AddMarkerOwners(key, kCmsMarker, kSketchMark, out);
   const bool cf_marker = AddMarkerOwners(key, kCfMarker, kCuckooMark, out);
   const bool tk_marker = AddMarkerOwners(key, kTkMarker, kTopkMark, out);
-  return data || bf_marker || cms_marker || cf_marker || tk_marker;
+  const bool td_marker = AddMarkerOwners(key, kTdMarker, kTdigestMark, out);
+  return data || bf_marker || cms_marker || cf_marker || tk_marker || td_marker;
 }
 
 std::string_view SweepScript() { return lua::kSweep.body; }
@@ -295,7 +318,8 @@ SweepTrace RecogniseSweep(const std::vector<std::string>& args) {
   if (IsCommandName(name, "scan")) {
     for (size_t i = 2; i + 1 < args.size(); i += 2) {
       if (IsCommandName(args[i], "match") &&
-          (args[i + 1] == kSweepMatch || args[i + 1] == kSweepMatchBeforeTopk)) {
+          (args[i + 1] == kSweepMatch || args[i + 1] == kSweepMatchBeforeTdigest ||
+           args[i + 1] == kSweepMatchBeforeTopk)) {
         return SweepTrace::kPass;
       }
     }

@@ -11,8 +11,9 @@
 //   {users}:cf:<id>:1.0   owners: the same names, if a cuckoo filter (cf "1") with id <id>
 //   {users}:tk:<id>:b.0   owners: the same names, if a Top-K sketch (tk "1") with id <id> (also
 //   {users}:tk:<id>:h     its heap :h and its heap's items :i)
+//   {users}:td:<id>:d     owners: the same names, if a t-digest (td "1") with id <id>
 //   {users}:bf:m:users    owner: "users", if it is a filter (a sketch for :cms:m:, a cuckoo
-//                         filter for :cf:m:, a Top-K sketch for :tk:m:)
+//                         filter for :cf:m:, a Top-K sketch for :tk:m:, a t-digest for :td:m:)
 //   {users}:bf:<id>:w7    (a windowed filter's slot 7) owners: "users" and "{users}", each if it
 //                         is a windowed filter (a filter with the field window) whose id is <id>
 //   {users}:bf:<id>:w7:bf:<sid>:0.0   (a slot's data key: its prefix is the slot's name) owner:
@@ -33,11 +34,13 @@
 
 namespace bloomproxy::filters {
 
-// SCAN's MATCH for the sweep: every internal key (":bf:", ":cms:", ":cf:" and ":tk:" are the only
-// infixes, protocol/internal_keys.h) in one iteration instead of several; the few other keys it
-// lets through are told apart by ParseSweepKey. kSweepMatchBeforeTopk is what proxies without
-// Top-K sketches send (RecogniseSweep knows both, for a MONITOR during an upgrade).
-inline constexpr std::string_view kSweepMatch = "*:[bct][fkm]*:*";
+// SCAN's MATCH for the sweep: every internal key (":bf:", ":cms:", ":cf:", ":tk:" and ":td:" are
+// the only infixes, protocol/internal_keys.h) in one iteration instead of several; the few other
+// keys it lets through are told apart by ParseSweepKey. kSweepMatchBeforeTdigest and
+// kSweepMatchBeforeTopk are what proxies without t-digests, and without Top-K sketches, send
+// (RecogniseSweep knows all three, for a MONITOR during an upgrade).
+inline constexpr std::string_view kSweepMatch = "*:[bct][dfkm]*:*";
+inline constexpr std::string_view kSweepMatchBeforeTdigest = "*:[bct][fkm]*:*";
 inline constexpr std::string_view kSweepMatchBeforeTopk = "*:[bc][fm]*:*";
 
 // One possible owner of an internal key: `name` owns it when it is a hash whose field `mark`

@@ -49,13 +49,7 @@ std::unique_ptr<QueuedSketch> QueueCfCommand(const std::vector<std::string_view>
   CfRequest request;
   std::string error = ParseCfRequest(args, &request);
   if (!error.empty()) {
-    // Redis refuses a wrong arity when it queues the command (the transaction aborts); any other
-    // such error is RedisBloom's reply when EXEC runs the command.
-    if (!SketchArityOk(args[0], args.size())) {
-      *refusal = std::move(error);
-      return nullptr;
-    }
-    return std::make_unique<KnownReply>(std::move(error));
+    return QueueRefused(args, std::move(error), refusal);
   }
   return std::make_unique<QueuedCf>(request, config);
 }

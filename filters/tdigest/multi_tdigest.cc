@@ -79,13 +79,7 @@ std::unique_ptr<QueuedSketch> QueueTdigestCommand(const std::vector<std::string_
   TdigestRequest request;
   std::string error = ParseTdigestRequest(args, &request);
   if (!error.empty() && request.error_order == TdigestErrorOrder::kNow) {
-    // Redis refuses a wrong arity when it queues the command (the transaction aborts); any other
-    // such error is RedisBloom's reply when EXEC runs the command.
-    if (!SketchArityOk(args[0], args.size())) {
-      *refusal = std::move(error);
-      return nullptr;
-    }
-    return std::make_unique<KnownReply>(std::move(error));
+    return QueueRefused(args, std::move(error), refusal);
   }
   return std::make_unique<QueuedTdigest>(request, std::move(error), config);
 }

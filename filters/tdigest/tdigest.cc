@@ -64,7 +64,9 @@ double QuantileAt(const Tdigest& t, double index) {
   if (w0 > 1 && index < w0 / 2) {
     return t.min + ((index - 1) / (w0 / 2 - 1)) * (t.nodes[0].mean - t.min);
   }
-  if (index > static_cast<double>(t.merged_weight - 1)) return t.max;
+  // MW - 1 as x86-64 computes it: INT64_MIN - 1 wraps to INT64_MAX.
+  const auto below = static_cast<int64_t>(static_cast<uint64_t>(t.merged_weight) - 1);
+  if (index > static_cast<double>(below)) return t.max;
   if (wl > 1 && mwd - index <= wl / 2)
     return t.max - ((mwd - index - 1) / (wl / 2 - 1)) * (t.max - ml);
   double wsf = w0 / 2;
@@ -154,7 +156,7 @@ void TdigestCompress(Tdigest* t) {
   }
   nodes.resize(cur + 1);
   t->merged = cur + 1;
-  t->merged_weight = static_cast<int64_t>(total);  // truncation of the double sum
+  t->merged_weight = TdigestToInt64(total);  // truncation of the double sum (2^63: INT64_MIN)
   t->unmerged_weight = 0;
   ++t->total_compressions;
 }

@@ -5,45 +5,87 @@
 --@include tdigest/tdigest_layout.lua
 local PI = 3.14159265358979323846
 
-local function td_swap(D, a, b)
-  local mean, wh, wl = D.mean, D.wh, D.wl
-  mean[a], mean[b] = mean[b], mean[a]
-  wh[a], wh[b] = wh[b], wh[a]
-  wl[a], wl[b] = wl[b], wl[a]
-end
-
--- Lomuto partition around the middle node, not stable; a NaN mean compares false.
-local function td_sort(D, lo, hi)
-  local mean = D.mean
+-- Lomuto partition around the middle node, not stable; a NaN mean compares false. The means
+-- are sorted in place with `ord`, each slot's original node, riding along (fewer table writes
+-- than moving three arrays); td_compress then moves the weights by `ord`.
+local function sort_means(mean, ord, lo, hi)
   while lo < hi do
     if hi - lo == 1 then
-      if mean[lo] > mean[hi] then td_swap(D, lo, hi) end
+      if mean[lo] > mean[hi] then
+        mean[lo], mean[hi] = mean[hi], mean[lo]
+        ord[lo], ord[hi] = ord[hi], ord[lo]
+      end
       return
     end
     local p = math.floor((lo + hi) / 2)
     local pv = mean[p]
-    td_swap(D, p, hi)
+    mean[p], mean[hi] = mean[hi], pv
+    ord[p], ord[hi] = ord[hi], ord[p]
     local i = lo - 1
     for j = lo, hi - 1 do
-      if mean[j] < pv then
+      local mj = mean[j]
+      if mj < pv then
         i = i + 1
-        td_swap(D, i, j)
+        mean[i], mean[j] = mj, mean[i]
+        ord[i], ord[j] = ord[j], ord[i]
       end
     end
-    td_swap(D, i + 1, hi)
-    local q = i + 1
-    if q > lo then td_sort(D, lo, q - 1) end
-    lo = q + 1
+    i = i + 1
+    mean[i], mean[hi] = mean[hi], mean[i]
+    ord[i], ord[hi] = ord[hi], ord[i]
+    -- The two parts are sorted independently, so their order does not change the result: the
+    -- smaller one by a call, the larger one by the loop, so calls nest at most log2(n) deep
+    -- (Redis's Lua fails past about 16,000 nested calls).
+    if i - lo < hi - i then
+      if i > lo then sort_means(mean, ord, lo, i - 1) end
+      lo = i + 1
+    else
+      sort_means(mean, ord, i + 1, hi)
+      hi = i - 1
+    end
   end
+end
+
+-- Sorts D's n nodes by mean: t-digest-c's quicksort, weights moving with their means. When the
+-- means are all different (and none is NaN) every correct sort gives the same order, so Lua's
+-- table.sort (in C, several times faster) gives it; equal means, whose weights the quicksort's
+-- exact moves order, take the quicksort itself. (0 and -0 are one table key: equal.)
+local function td_sort(D, n)
+  local mean, ord, at, sorted = D.mean, {}, {}, {}
+  local distinct = true
+  for i = 1, n do
+    local m = mean[i]
+    if m ~= m or at[m] then
+      distinct = false
+      break
+    end
+    at[m], sorted[i] = i, m
+  end
+  if distinct then
+    table.sort(sorted)
+    for i = 1, n do ord[i] = at[sorted[i]] end
+    D.mean = sorted
+  else
+    for i = 1, n do ord[i] = i end
+    sort_means(mean, ord, 1, n)
+  end
+  local wh, wl, h, l = D.wh, D.wl, {}, {}
+  for i = 1, n do h[i], l[i] = wh[ord[i]], wl[ord[i]] end
+  D.wh, D.wl = h, l
 end
 
 -- td_compress: nothing when no node is buffered; a digest of weight <= 1 is never merged.
 local function td_compress(D)
   if D.U == 0 then return end
   local n = D.M + D.U
-  td_sort(D, 1, n)
+  td_sort(D, n)
   local total = i64_double(D.MWh, D.MWl) + i64_double(D.UWh, D.UWl)
-  if total <= 1 then return end
+  if total <= 1 then
+    -- Sorted, not merged: the order stays (it can change only with a merged weight that wrapped
+    -- to INT64_MIN; one observation alone is one node).
+    if n > 1 then D.changed = true end
+    return
+  end
   local norm = D.C / ((2 * PI) * total * math.log(total))
   local mean, wh, wl = D.mean, D.wh, D.wl
   local cur, wsf = 1, 0.0

@@ -28,6 +28,13 @@ end
 
 local function i64_double(hi, lo) return hi * TWO32 + lo end
 
+-- hi:lo + bh:bl wrapping as two's complement does (C's int64 arithmetic on x86-64).
+local function i64_add_wrap(ah, al, bh, bl)
+  local hi, lo = i64_add(ah, al, bh, bl)
+  if hi >= 2147483648 then hi = hi - TWO32 elseif hi < -2147483648 then hi = hi + TWO32 end
+  return hi, lo
+end
+
 -- C's (int64_t) cast of a double on x86-64: truncation; NaN and out of range give INT64_MIN.
 local function i64_from_double(d)
   if d ~= d or d >= 9223372036854775808 or d < -9223372036854775808 then

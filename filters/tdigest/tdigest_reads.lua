@@ -27,7 +27,8 @@ local function quantile_at(D, index)
   if w0 > 1 and index < w0 / 2 then
     return D.min + ((index - 1) / (w0 / 2 - 1)) * (mean[1] - D.min)
   end
-  local mh, mlo = i64_add(D.MWh, D.MWl, -1, TWO32 - 1)
+  -- (double)(MW - 1): wraps to INT64_MAX when MW is INT64_MIN (a double sum that rounded to 2^63).
+  local mh, mlo = i64_add_wrap(D.MWh, D.MWl, -1, TWO32 - 1)
   if index > i64_double(mh, mlo) then return D.max end
   if wl > 1 and mwd - index <= wl / 2 then
     return D.max - ((mwd - index - 1) / (wl / 2 - 1)) * (D.max - ml)

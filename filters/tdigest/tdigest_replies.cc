@@ -90,6 +90,8 @@ bool ParseTdigestHeader(std::string_view bytes, TdigestHeader* out) {
 
 std::string TdigestCreateReply(const std::string& error, std::string_view answer,
                                const redisReply* decoded) {
+  // tdigest_create.lua never answers MISSING (nor does RedisBloom's CREATE say so).
+  if (Status(decoded) == "MISSING") return Nonsense(answer);
   if (std::string failure = FailureReply(answer, decoded); !failure.empty()) return failure;
   const std::string status = Status(decoded);
   if (status == "EXISTS") return std::string(kTdigestErrKeyExists);
@@ -123,9 +125,12 @@ std::vector<std::string> TdigestAddReplies(std::string_view answer, const redisR
   std::vector<std::string> out;
   for (size_t i = 0; i < commands; ++i) {
     const redisReply* e = decoded->element[i];
-    out.push_back(e->type == REDIS_REPLY_INTEGER && e->integer == 1
-                      ? std::string("+OK\r\n")
-                      : std::string(kTdigestErrOverflow));
+    // 1: every value added; 0: "overflow detected"; anything else makes no sense.
+    if (e->type != REDIS_REPLY_INTEGER || (e->integer != 0 && e->integer != 1)) {
+      *shared = Nonsense(answer);
+      return {};
+    }
+    out.push_back(e->integer == 1 ? std::string("+OK\r\n") : std::string(kTdigestErrOverflow));
   }
   return out;
 }
@@ -136,7 +141,8 @@ std::string TdigestReadReply(const TdigestRequest& request, std::string_view ans
   TdigestHeader h;
   if (decoded == nullptr || decoded->type != REDIS_REPLY_ARRAY || decoded->elements != 2 ||
       decoded->element[0]->type != REDIS_REPLY_STRING ||
-      decoded->element[1]->type != REDIS_REPLY_STRING || !ParseTdigestHeader(Str(decoded->element[0]), &h)) {
+      decoded->element[1]->type != REDIS_REPLY_STRING ||
+      !ParseTdigestHeader(Str(decoded->element[0]), &h)) {
     return Nonsense(answer);
   }
   const std::string_view results = Str(decoded->element[1]);
@@ -154,13 +160,12 @@ std::string TdigestReadReply(const TdigestRequest& request, std::string_view ans
       break;
   }
   const size_t n = results.size() / 8;
-  const size_t expected =
-      request.command == TdigestCommand::kTrimmedMean
-          ? 1
-          : (request.command == TdigestCommand::kByRank ||
-                     request.command == TdigestCommand::kByRevRank
-                 ? request.ranks.size()
-                 : request.values.size());
+  const size_t expected = request.command == TdigestCommand::kTrimmedMean
+                              ? 1
+                              : (request.command == TdigestCommand::kByRank ||
+                                         request.command == TdigestCommand::kByRevRank
+                                     ? request.ranks.size()
+                                     : request.values.size());
   if (results.size() % 8 != 0 || n != expected) return Nonsense(answer);
   if (request.command == TdigestCommand::kTrimmedMean) {
     return TdigestDoubleReply(DoubleAt(results, 0), false);

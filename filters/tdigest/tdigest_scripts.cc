@@ -107,8 +107,8 @@ TdigestCall TdigestReadCall(const TdigestRequest& request) {
   return call;
 }
 
-void AppendTdigestCall(std::string* out, std::string_view name, const TdigestCall& call,
-                       bool body, protocol::UpstreamKind upstream) {
+void AppendTdigestCall(std::string* out, std::string_view name, const TdigestCall& call, bool body,
+                       protocol::UpstreamKind upstream) {
   const std::string prefix = DataKeyPrefix(name);
   // Reads may compress the digest and write it back: no script goes as EVAL_RO.
   AppendStructureScript(out, *call.script, /*read_only=*/false, body, upstream, name,

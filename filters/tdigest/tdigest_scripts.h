@@ -54,8 +54,8 @@ TdigestCall TdigestReadCall(const TdigestRequest& request);
 
 // Appends the request: EVALSHA (or, with `body`, EVAL: the server lacks the script, or inside
 // MULTI) of `call` on digest `name`.
-void AppendTdigestCall(std::string* out, std::string_view name, const TdigestCall& call,
-                       bool body, protocol::UpstreamKind upstream);
+void AppendTdigestCall(std::string* out, std::string_view name, const TdigestCall& call, bool body,
+                       protocol::UpstreamKind upstream);
 
 // Appends TDIGEST.MERGE `request` (tdigest_merge.lua over the destination and every source).
 void AppendTdigestMerge(std::string* out, const TdigestRequest& request,

@@ -77,13 +77,7 @@ std::unique_ptr<QueuedSketch> QueueTopkCommand(const std::vector<std::string_vie
   TopkRequest request;
   std::string error = ParseTopkRequest(args, &request);
   if (!error.empty() && request.error_order == TopkErrorOrder::kNow) {
-    // Redis refuses a wrong arity when it queues the command (the transaction aborts); any other
-    // such error is RedisBloom's reply when EXEC runs the command.
-    if (!SketchArityOk(args[0], args.size())) {
-      *refusal = std::move(error);
-      return nullptr;
-    }
-    return std::make_unique<KnownReply>(std::move(error));
+    return QueueRefused(args, std::move(error), refusal);
   }
   return std::make_unique<QueuedTopk>(request, std::move(error), config);
 }

@@ -512,6 +512,10 @@ class Client {
   // topk_commands.cc: TOPK.* (filters/topk/topk_plan.h), and the batch TOPK.ADD / INCRBY join.
   Dispatched HandleTopkCommand(const protocol::Command& cmd);
   bool TopkBatchKindOf(const protocol::Command& cmd, BatchKind* kind) const;
+  // filter_commands.cc: whether `key` and `sources` (a MERGE's) are on one server (replies the
+  // error and returns false otherwise).
+  bool OnOneServer(std::string_view key, const std::vector<std::string_view>& sources,
+                   std::string_view not_one_server);
   // tdigest_commands.cc: TDIGEST.* (filters/tdigest/tdigest_plan.h), and the batch TDIGEST.ADD
   // joins.
   Dispatched HandleTdigestCommand(const protocol::Command& cmd);

@@ -16,13 +16,13 @@ struct Pending;
 
 // What a batch gathers: commands of one kind on one structure.
 enum class BatchKind : uint8_t {
-  kBfAdd,      // BF.ADD / BF.MADD
-  kBfExists,   // BF.EXISTS / BF.MEXISTS
-  kCmsIncrBy,  // CMS.INCRBY
-  kCmsQuery,   // CMS.QUERY
-  kCfAdd,      // CF.ADD / CF.ADDNX
-  kCfExists,   // CF.EXISTS / CF.MEXISTS
-  kTopkAdd,    // TOPK.ADD / TOPK.INCRBY
+  kBfAdd,       // BF.ADD / BF.MADD
+  kBfExists,    // BF.EXISTS / BF.MEXISTS
+  kCmsIncrBy,   // CMS.INCRBY
+  kCmsQuery,    // CMS.QUERY
+  kCfAdd,       // CF.ADD / CF.ADDNX
+  kCfExists,    // CF.EXISTS / CF.MEXISTS
+  kTopkAdd,     // TOPK.ADD / TOPK.INCRBY
   kTdigestAdd,  // TDIGEST.ADD
 };
 

@@ -143,6 +143,28 @@ Client::Dispatched Client::StartLayoutPlan(const filters::BfRequest& request,
                    writes);
 }
 
+bool Client::OnOneServer(std::string_view key, const std::vector<std::string_view>& sources,
+                         std::string_view not_one_server) {
+  // A multi-key command's keys must be in one slot on Redis Cluster, and under one hash tag
+  // behind a sharding proxy; each name's own keys follow its slot (filters/common/key_layout.h).
+  std::vector<std::string_view> names = {key};
+  names.insert(names.end(), sources.begin(), sources.end());
+  bool has_tag = false;
+  for (std::string_view name : names) {
+    if (server_->sharding_proxy() &&
+        (!filters::KeptWholeBehindShardingProxy(name) ||
+         protocol::HashTag(name, &has_tag) != protocol::HashTag(key, &has_tag))) {
+      ReplyLocal(name == key ? protocol::errors::kNotKeptWhole : not_one_server);
+      return false;
+    }
+    if (server_->router().cluster() && protocol::KeySlot(name) != protocol::KeySlot(key)) {
+      ReplyLocal(protocol::errors::kCrossSlot);
+      return false;
+    }
+  }
+  return true;
+}
+
 Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {
   filters::CmsRequest request;
   std::string error = filters::ParseCmsRequest(cmd.args, &request, server_->cms_config().max_bytes);
@@ -150,23 +172,8 @@ Client::Dispatched Client::HandleCmsCommand(const Command& cmd) {
     ReplyLocal(error);
     return Dispatched::kDone;
   }
-  // Every key a plan touches is in its sketches' slot (filters/cms/cms_meta.h); MERGE's sketches
-  // must all be there, as a multi-key command's keys must on Redis Cluster.
-  std::vector<std::string_view> names = {request.key};
-  names.insert(names.end(), request.sources.begin(), request.sources.end());
-  bool has_tag = false;
-  for (std::string_view name : names) {
-    if (server_->sharding_proxy() &&
-        (!filters::KeptWholeBehindShardingProxy(name) ||
-         protocol::HashTag(name, &has_tag) != protocol::HashTag(request.key, &has_tag))) {
-      ReplyLocal(name == request.key ? protocol::errors::kNotKeptWhole : kNotOneServer);
-      return Dispatched::kDone;
-    }
-    if (server_->router().cluster() && protocol::KeySlot(name) != protocol::KeySlot(request.key)) {
-      ReplyLocal(protocol::errors::kCrossSlot);
-      return Dispatched::kDone;
-    }
-  }
+  // Every key a plan touches is in its sketches' slot (filters/cms/cms_meta.h).
+  if (!OnOneServer(request.key, request.sources, kNotOneServer)) return Dispatched::kDone;
   // INCRBY and QUERY join this loop turn's batch on the sketch (one BITFIELD for all); a
   // command with an error still to report after the key check runs alone.
   if (error.empty() && request.command == filters::CmsCommand::kQuery) {

@@ -6,14 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/common/key_layout.h"
 #include "filters/tdigest/tdigest_args.h"
 #include "filters/tdigest/tdigest_plan.h"
-#include "protocol/errors.h"
-#include "protocol/key_slot.h"
 #include "proxy/client/client.h"
 #include "proxy/server/server.h"
-#include "proxy/upstream/cluster_router.h"
 
 namespace bloomproxy::proxy {
 
@@ -35,23 +31,8 @@ Client::Dispatched Client::HandleTdigestCommand(const Command& cmd) {
     ReplyLocal(error);
     return Dispatched::kDone;
   }
-  // Every key a script touches is in its digest's slot (filters/common/key_layout.h); MERGE's
-  // digests must all be there, as a multi-key command's keys must on Redis Cluster.
-  std::vector<std::string_view> names = {request.key};
-  names.insert(names.end(), request.sources.begin(), request.sources.end());
-  bool has_tag = false;
-  for (std::string_view name : names) {
-    if (server_->sharding_proxy() &&
-        (!filters::KeptWholeBehindShardingProxy(name) ||
-         protocol::HashTag(name, &has_tag) != protocol::HashTag(request.key, &has_tag))) {
-      ReplyLocal(name == request.key ? protocol::errors::kNotKeptWhole : kNotOneServer);
-      return Dispatched::kDone;
-    }
-    if (server_->router().cluster() && protocol::KeySlot(name) != protocol::KeySlot(request.key)) {
-      ReplyLocal(protocol::errors::kCrossSlot);
-      return Dispatched::kDone;
-    }
-  }
+  // Every key a script touches is in its digest's slot (filters/common/key_layout.h).
+  if (!OnOneServer(request.key, request.sources, kNotOneServer)) return Dispatched::kDone;
   if (error.empty() && request.command == TdigestCommand::kAdd) {
     return JoinAnyBatch(BatchKind::kTdigestAdd, request.key,
                         std::vector<std::string_view>(cmd.args.begin() + 2, cmd.args.end()), {},

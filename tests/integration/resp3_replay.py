@@ -12,6 +12,7 @@ import json
 from bp_helpers import RawConn, encode_command
 
 EXECABORT = b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+ARITY_PREFIX = b"-ERR wrong number of arguments for "
 
 
 class Resp3Conn(RawConn):
@@ -72,6 +73,49 @@ def replay_in_multi(conn, case, max_report=3):
             if len(problems) < max_report:
                 problems.append(f"  command #{i}: {args[:4]}\n    expected: {expected[:300]!r}\n"
                                 f"    got:      {multi!r} {queued[:100]!r} {exec_reply[:300]!r}")
+    if not mismatches:
+        return ""
+    return (f"case {case['name']} inside MULTI: {mismatches} of {len(case['cmds'])} replies "
+            f"differ (first {len(problems)} shown)\n" + "\n".join(problems))
+
+
+def expected_in_multi(args, reply, table_arity):
+    """(queued, exec_reply) a client must read for `args` alone in MULTI/EXEC when the command's
+    recorded reply outside MULTI is `reply`. `table_arity` maps a module command's name to its
+    arity in Redis's command table (COMMAND INFO: n exactly, -n at least n, the name included):
+    Redis refuses a command failing it while queuing (the refusal, then EXECABORT at EXEC); any
+    other command (the module's own argc checks included) is +QUEUED and EXEC's one element is
+    the recorded reply. A command not in the table is refused while queued when its recorded
+    reply is an arity error."""
+    arity = table_arity.get(args[0].upper())
+    if arity is not None:
+        refused = len(args) != arity if arity > 0 else len(args) < -arity
+    else:
+        refused = reply.startswith(ARITY_PREFIX)
+    if refused:
+        assert reply.startswith(ARITY_PREFIX), (args, reply)
+        return reply, EXECABORT
+    return b"+QUEUED\r\n", b"*1\r\n" + reply
+
+
+def replay_in_multi_by_table(conn, case, table_arity, max_report=3):
+    """Each command of `case` alone in MULTI/EXEC on `conn` (a Resp3Conn to the proxy, either
+    protocol), the case's keys deleted first; every reply is checked against expected_in_multi
+    (which of queue time and EXEC a refusal comes at is fixed by `table_arity`). Returns a
+    failure message ('' when every reply is byte-identical)."""
+    if case["keys"]:
+        conn.call("DEL", *case["keys"])
+    problems, mismatches = [], 0
+    for i, (args, reply) in enumerate(zip(case["cmds"], case["replies"])):
+        conn.send(encode_command("MULTI") + encode_command(*args) + encode_command("EXEC"))
+        got = tuple(conn.read_reply_raw() for _ in range(3))
+        want = (b"+OK\r\n",) + expected_in_multi(args, reply, table_arity)
+        if got != want:
+            mismatches += 1
+            if len(problems) < max_report:
+                problems.append(f"  command #{i}: {[a[:40] for a in args[:5]]}\n"
+                                f"    expected: {[w[:300] for w in want]!r}\n"
+                                f"    got:      {[g[:300] for g in got]!r}")
     if not mismatches:
         return ""
     return (f"case {case['name']} inside MULTI: {mismatches} of {len(case['cmds'])} replies "

@@ -16,6 +16,10 @@ CMS_COMMANDS = ("cms.initbydim", "cms.initbyprob", "cms.incrby", "cms.query", "c
                 "cms.info")
 TOPK_COMMANDS = ("topk.reserve", "topk.add", "topk.incrby", "topk.query", "topk.count",
                  "topk.list", "topk.info")
+TDIGEST_COMMANDS = ("tdigest.create", "tdigest.add", "tdigest.reset", "tdigest.merge",
+                    "tdigest.min", "tdigest.max", "tdigest.quantile", "tdigest.byrank",
+                    "tdigest.byrevrank", "tdigest.rank", "tdigest.revrank", "tdigest.cdf",
+                    "tdigest.trimmed_mean", "tdigest.info")
 
 
 def command_entries(port):
@@ -26,7 +30,8 @@ def command_entries(port):
 def test_command_lists_bf_commands(bp, redis_instance):
     via_proxy = command_entries(bp.port)
     direct = command_entries(redis_instance.port)
-    bf_names = {n.encode() for n in BF_COMMANDS + CMS_COMMANDS + CF_COMMANDS + TOPK_COMMANDS}
+    bf_names = {n.encode() for n in
+                BF_COMMANDS + CMS_COMMANDS + CF_COMMANDS + TOPK_COMMANDS + TDIGEST_COMMANDS}
     assert not bf_names & set(direct)
     assert set(via_proxy) == set(direct) | bf_names, sorted(set(via_proxy) ^ set(direct))
     for name, entry in direct.items():

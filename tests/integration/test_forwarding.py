@@ -74,13 +74,18 @@ CMS_NAMES = (b"cms.initbydim", b"cms.initbyprob", b"cms.incrby", b"cms.query", b
 CF_NAMES = tuple(name.encode() for name in CF_COMMANDS)
 TOPK_NAMES = (b"topk.reserve", b"topk.add", b"topk.incrby", b"topk.query", b"topk.count",
               b"topk.list", b"topk.info")
-BF_COMMANDS = len(BF_NAMES) + len(CMS_NAMES) + len(CF_NAMES) + len(TOPK_NAMES)
+TDIGEST_NAMES = (b"tdigest.create", b"tdigest.add", b"tdigest.reset", b"tdigest.merge",
+                 b"tdigest.min", b"tdigest.max", b"tdigest.quantile", b"tdigest.byrank",
+                 b"tdigest.byrevrank", b"tdigest.rank", b"tdigest.revrank", b"tdigest.cdf",
+                 b"tdigest.trimmed_mean", b"tdigest.info")
+BF_COMMANDS = (len(BF_NAMES) + len(CMS_NAMES) + len(CF_NAMES) + len(TOPK_NAMES) +
+               len(TDIGEST_NAMES))
 
 
 def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
-    """The upstream's COMMAND table, byte for byte, followed by the BF.*, CMS.*, CF.* and TOPK.*
-    entries the proxy answers itself (bf-mode, cms-mode, cf-mode and topk-mode emulate, the
-    default)."""
+    """The upstream's COMMAND table, byte for byte, followed by the BF.*, CMS.*, CF.*, TOPK.* and
+    TDIGEST.* entries the proxy answers itself (bf-mode, cms-mode, cf-mode, topk-mode and
+    tdigest-mode emulate, the default)."""
     (direct,) = replies_of(redis_instance.port, cmd("COMMAND"), 1)
     (via_proxy,) = replies_of(bp.port, cmd("COMMAND"), 1)
     header_end = direct.index(b"\r\n") + 2
@@ -89,7 +94,7 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
     assert via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)):].startswith(
         direct[header_end:])
     extra = via_proxy[len(b"*%d\r\n" % (upstream_count + BF_COMMANDS)) + len(direct) - header_end:]
-    for name in BF_NAMES + CMS_NAMES + CF_NAMES + TOPK_NAMES:
+    for name in BF_NAMES + CMS_NAMES + CF_NAMES + TOPK_NAMES + TDIGEST_NAMES:
         assert b"$%d\r\n%s\r\n" % (len(name), name) in extra
     (count,) = replies_of(bp.port, cmd("COMMAND", "COUNT"), 1)
     assert count == b":%d\r\n" % (upstream_count + BF_COMMANDS)
@@ -99,7 +104,7 @@ def test_command_table_is_upstreams_plus_bf(bp, redis_instance):
 
 def test_command_table_is_upstreams_in_forward_mode(proxy, redis_instance):
     p = proxy("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward",
-              "--topk-mode", "forward")
+              "--topk-mode", "forward", "--tdigest-mode", "forward")
     for payload in (cmd("COMMAND"), cmd("COMMAND", "COUNT"), cmd("COMMAND", "DOCS", "get")):
         assert replies_of(p.port, payload, 1) == replies_of(redis_instance.port, payload, 1)
 
@@ -107,12 +112,19 @@ def test_command_table_is_upstreams_in_forward_mode(proxy, redis_instance):
 def test_command_table_adds_only_the_emulated_family(proxy, redis_instance):
     (direct,) = replies_of(redis_instance.port, cmd("COMMAND", "COUNT"), 1)
     for args, names, absent in (
-            (("--bf-mode", "forward"), CMS_NAMES + CF_NAMES + TOPK_NAMES, BF_NAMES),
-            (("--cms-mode", "forward"), BF_NAMES + CF_NAMES + TOPK_NAMES, CMS_NAMES),
-            (("--cf-mode", "forward"), BF_NAMES + CMS_NAMES + TOPK_NAMES, CF_NAMES),
-            (("--topk-mode", "forward"), BF_NAMES + CMS_NAMES + CF_NAMES, TOPK_NAMES),
-            (("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward"),
-             TOPK_NAMES, BF_NAMES + CMS_NAMES + CF_NAMES)):
+            (("--bf-mode", "forward"), CMS_NAMES + CF_NAMES + TOPK_NAMES + TDIGEST_NAMES,
+             BF_NAMES),
+            (("--cms-mode", "forward"), BF_NAMES + CF_NAMES + TOPK_NAMES + TDIGEST_NAMES,
+             CMS_NAMES),
+            (("--cf-mode", "forward"), BF_NAMES + CMS_NAMES + TOPK_NAMES + TDIGEST_NAMES,
+             CF_NAMES),
+            (("--topk-mode", "forward"), BF_NAMES + CMS_NAMES + CF_NAMES + TDIGEST_NAMES,
+             TOPK_NAMES),
+            (("--tdigest-mode", "forward"), BF_NAMES + CMS_NAMES + CF_NAMES + TOPK_NAMES,
+             TDIGEST_NAMES),
+            (("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward",
+              "--topk-mode", "forward"), TDIGEST_NAMES,
+             BF_NAMES + CMS_NAMES + CF_NAMES + TOPK_NAMES)):
         p = proxy(*args)
         (count,) = replies_of(p.port, cmd("COMMAND", "COUNT"), 1)
         assert int(count[1:-2]) == int(direct[1:-2]) + len(names), args
@@ -164,6 +176,52 @@ def test_topk_mode_forward_passes_topk_untouched(proxy, redis_instance):
         reply = c.read_reply()
         assert reply[0] is None and reply[1][0] == b"cms.query"
         c.send(cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "topk"))
+        assert c.read_reply() == []
+
+
+# Every TDIGEST command with right and wrong arities, any case, values that would be refused; a
+# MERGE across names. Through a proxy with tdigest-mode forward each reaches the upstream as it
+# is, so a plain redis-server answers each with its own unknown-command error.
+TDIGEST_FORWARDED = (
+    ("TDIGEST.CREATE", "td", "COMPRESSION", "50"), ("tdigest.create", "td"), ("TDIGEST.CREATE",),
+    ("TDigest.Add", "td", "1", "2.5", "-inf"), ("TDIGEST.ADD", "td", "nan"),
+    ("TDIGEST.MERGE", "td2", "2", "td", "td", "OVERRIDE"), ("TDIGEST.MERGE", "td2", "x", "td"),
+    ("TDIGEST.RESET", "td"), ("TDIGEST.MIN", "td"), ("TDIGEST.MAX", "td"),
+    ("TDIGEST.QUANTILE", "td", "0.5", "2"), ("TDIGEST.CDF", "td", "1"), ("TDIGEST.RANK", "td", "1"),
+    ("TDIGEST.REVRANK", "td", "1"), ("TDIGEST.BYRANK", "td", "0"), ("TDIGEST.BYREVRANK", "td", "0"),
+    ("TDIGEST.TRIMMED_MEAN", "td", "0.1", "0.9"), ("TDIGEST.INFO", "td", b"\x00"),
+    ("TDIGEST.NOSUCH", "td"), ("SET", "td:plain", "v"), ("TYPE", "td"), ("EXISTS", "td"),
+    ("DBSIZE",),
+)
+
+
+def test_tdigest_mode_forward_passes_tdigest_untouched(proxy, redis_instance):
+    """tdigest-mode forward: TDIGEST.* go to the upstream byte for byte and its replies come back
+    byte for byte; against a plain Redis that is Redis's unknown-command error (with the name as
+    sent and the first arguments), and no key appears. The other families stay emulated."""
+    p = proxy("--tdigest-mode", "forward")
+    payload = b"".join(cmd(*a) for a in TDIGEST_FORWARDED)
+    replies = compare_with_redis(p.port, redis_instance, payload, len(TDIGEST_FORWARDED))
+    assert replies[0] == (b"-ERR unknown command 'TDIGEST.CREATE', with args beginning with: "
+                          b"'td' 'COMPRESSION' '50' \r\n")
+    assert replies[2] == b"-ERR unknown command 'TDIGEST.CREATE', with args beginning with: \r\n"
+    assert replies[3].startswith(b"-ERR unknown command 'TDigest.Add'")
+    assert all(r.startswith(b"-ERR unknown command") for r in replies[:19])
+    assert replies[19:] == [b"+OK\r\n", b"+none\r\n", b":0\r\n", b":1\r\n"]
+    # Inside MULTI, queued as they are: Redis refuses the unknown command and EXEC aborts.
+    transaction = [("MULTI",), ("TDIGEST.ADD", "td", "1"), ("SET", "td:x", "1"), ("EXEC",),
+                   ("EXISTS", "td:x")]
+    payload = b"".join(cmd(*a) for a in transaction)
+    replies = compare_with_redis(p.port, redis_instance, payload, len(transaction))
+    assert replies[3].startswith(b"-EXECABORT")
+    # The proxy still answers the emulated families, and the module face leaves TDIGEST.* out.
+    with p.raw() as c:
+        assert c.command("CMS.INITBYDIM", "c", "10", "2") == b"OK"
+        assert c.command("TOPK.RESERVE", "t", "2") == b"OK"
+        c.send(cmd("COMMAND", "INFO", "TDIGEST.ADD", "TOPK.ADD"))
+        reply = c.read_reply()
+        assert reply[0] is None and reply[1][0] == b"topk.add"
+        c.send(cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "tdigest"))
         assert c.read_reply() == []
 
 

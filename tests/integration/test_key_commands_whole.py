@@ -25,9 +25,9 @@ from bp_helpers import RawConn, encode_command as cmd, wait_until
 SHARD = ("--bf-max-shard-bytes", "64")
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 OK = b"+OK\r\n"
-DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch or "
-                b"Top-K sketch is not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, "
-                b"restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
+DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch, Top-K "
+                b"sketch or t-digest is not supported (save a filter with BF.SCANDUMP or "
+                b"CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
 # Every name of a test is in slot "kw": a cluster takes the two-key commands on them.
 NAME = "{kw}s"
 OTHER = "{kw}t"

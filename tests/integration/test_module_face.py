@@ -20,9 +20,13 @@ SKETCH_NAMES = [b"bf.reserve", b"bf.add", b"bf.madd", b"bf.insert", b"bf.exists"
                 b"cf.loadchunk", b"cf.info", b"cf.debug"]
 TOPK_NAMES = [b"topk.reserve", b"topk.add", b"topk.incrby", b"topk.query", b"topk.count",
               b"topk.list", b"topk.info"]
-SKETCH_NAMES += TOPK_NAMES
+TDIGEST_NAMES = [b"tdigest.create", b"tdigest.add", b"tdigest.reset", b"tdigest.merge",
+                 b"tdigest.min", b"tdigest.max", b"tdigest.quantile", b"tdigest.byrank",
+                 b"tdigest.byrevrank", b"tdigest.rank", b"tdigest.revrank", b"tdigest.cdf",
+                 b"tdigest.trimmed_mean", b"tdigest.info"]
+SKETCH_NAMES += TOPK_NAMES + TDIGEST_NAMES
 FORWARD_ALL = ("--bf-mode", "forward", "--cms-mode", "forward", "--cf-mode", "forward",
-               "--topk-mode", "forward")
+               "--topk-mode", "forward", "--tdigest-mode", "forward")
 
 
 def one(port, *args):
@@ -82,14 +86,17 @@ def test_forwarded_families_pass_the_upstreams_answers(proxy, redis_instance):
         ("COMMAND", "DOCS", "bf.add", "get"), ("COMMAND", "GETKEYS", "BF.ADD", "k", "v"),
         ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "bloom"), ("COMMAND", "INFO", "topk.add"),
         ("COMMAND", "DOCS", "topk.count"), ("COMMAND", "GETKEYS", "TOPK.ADD", "k", "v"),
-        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "topk")))
-    compare_with_redis(p.port, redis_instance, payload, 12)
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "topk"), ("COMMAND", "INFO", "tdigest.merge"),
+        ("COMMAND", "DOCS", "tdigest.add"),
+        ("COMMAND", "GETKEYS", "TDIGEST.MERGE", "d", "2", "a", "b"),
+        ("COMMAND", "LIST", "FILTERBY", "ACLCAT", "tdigest")))
+    compare_with_redis(p.port, redis_instance, payload, 16)
     with p.raw() as c:
         assert c.command("HELLO", "2")[-1] == []
     for payload in (cmd("COMMAND"), cmd("COMMAND", "DOCS"), cmd("INFO", "everything")):
         (via_proxy,) = replies_of(p.port, payload, 1, timeout=20)
         assert b"bf.add" not in via_proxy and b"module:name=bf" not in via_proxy
-        assert b"topk.add" not in via_proxy
+        assert b"topk.add" not in via_proxy and b"tdigest.add" not in via_proxy
 
 
 # --- COMMAND INFO, COMMAND, COUNT
@@ -160,6 +167,8 @@ def test_redis_py_command_info(bp):
     assert set(info["bf.add"]["flags"]) == {"write", "denyoom", "module"}
     assert info["topk.incrby"]["arity"] == -4
     assert set(info["topk.count"]["flags"]) == {"readonly", "module"}
+    assert set(info["tdigest.merge"]["flags"]) == {"write", "denyoom", "module", "movablekeys"}
+    assert info["tdigest.trimmed_mean"]["arity"] == 4
 
 
 # TOPK.*: as RedisBloom (master b28c2945 on Redis 7.0.15) reports them (topk-commands.md):
@@ -200,6 +209,62 @@ def test_command_info_topk(bp, redis_instance):
                                 b"~0\r\n~1\r\n%3\r\n$5\r\nflags\r\n~1\r\n+RO\r\n")
 
 
+# TDIGEST.*: as RedisBloom (master b28c2945) registers them. Arity, flags and key specs from its
+# src/cmd_info/tdigest_info.c and src/rm_tdigest.c (write denyoom or readonly; one key spec at 1
+# without notes, RW or RO; TDIGEST.MERGE's sources in a keynum spec, numkeys at index 2, which
+# makes it movablekeys); the categories RedisBloom sets on Redis 7.4 (src/rm_tdigest.c: @write or
+# @read, @fast for all but ADD, MERGE and TRIMMED_MEAN, and @tdigest).
+TDIGEST_INFO = {b"tdigest.create": (-2, True, True), b"tdigest.add": (-3, True, False),
+                b"tdigest.reset": (2, True, True), b"tdigest.min": (2, False, True),
+                b"tdigest.max": (2, False, True), b"tdigest.quantile": (-3, False, True),
+                b"tdigest.byrank": (-3, False, True), b"tdigest.byrevrank": (-3, False, True),
+                b"tdigest.rank": (-3, False, True), b"tdigest.revrank": (-3, False, True),
+                b"tdigest.cdf": (-3, False, True), b"tdigest.trimmed_mean": (4, False, False),
+                b"tdigest.info": (2, False, True)}
+
+TDIGEST_MERGE_INFO = (
+    b"*1\r\n*10\r\n$13\r\ntdigest.merge\r\n:-4\r\n*4\r\n+write\r\n+denyoom\r\n+module\r\n"
+    b"+movablekeys\r\n:1\r\n:1\r\n:1\r\n*2\r\n+@write\r\n+@tdigest\r\n*0\r\n*2\r\n"
+    b"*6\r\n$5\r\nflags\r\n*1\r\n+RW\r\n"
+    b"$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n"
+    b":1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n"
+    b"$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+    b"*6\r\n$5\r\nflags\r\n*1\r\n+RO\r\n"
+    b"$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n"
+    b":2\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n*6\r\n"
+    b"$9\r\nkeynumidx\r\n:0\r\n$8\r\nfirstkey\r\n:1\r\n$7\r\nkeystep\r\n:1\r\n*0\r\n")
+
+
+def test_command_info_tdigest(bp, redis_instance):
+    assert one(bp.port, "COMMAND", "INFO", "TDIGEST.MERGE") == TDIGEST_MERGE_INFO
+    get = parse_resp(one(redis_instance.port, "COMMAND", "INFO", "get"))[0][0]
+    reply = parse_resp(one(bp.port, "COMMAND", "INFO", *TDIGEST_INFO))[0]
+    assert [e[0] for e in reply] == list(TDIGEST_INFO)
+    for entry in reply:
+        arity, writes, fast = TDIGEST_INFO[entry[0]]
+        flags = [b"write", b"denyoom", b"module"] if writes else [b"readonly", b"module"]
+        cats = [b"@write" if writes else b"@read"] + ([b"@fast"] if fast else []) + [b"@tdigest"]
+        assert entry[1:8] == [arity, flags, 1, 1, 1, cats, []], entry[0]
+        (spec,) = entry[8]
+        assert spec[:2] == [b"flags", [b"RW" if writes else b"RO"]], entry[0]
+        assert spec[2:] == get[8][0][2:]  # begin_search index 1, find_keys range 0 1 0: GET's
+        assert entry[9] == []
+    # MERGE's keys are laid out as ZUNIONSTORE's (a destination, then numkeys sources): the
+    # same legacy range 1 1 1, movablekeys, and the same begin_search / find_keys of each spec.
+    zunion = parse_resp(one(redis_instance.port, "COMMAND", "INFO", "zunionstore"))[0][0]
+    merge = parse_resp(TDIGEST_MERGE_INFO)[0][0]
+    assert b"movablekeys" in zunion[2] and zunion[3:6] == merge[3:6] == [1, 1, 1]
+    assert [s[2:] for s in merge[8]] == [s[2:] for s in zunion[8]]
+    assert zunion[8][1][:2] == [b"flags", [b"RO", b"access"]]
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        reply = c.call("COMMAND", "INFO", "tdigest.merge")
+        assert reply.startswith(b"*1\r\n*10\r\n$13\r\ntdigest.merge\r\n:-4\r\n~4\r\n+write\r\n"
+                                b"+denyoom\r\n+module\r\n+movablekeys\r\n:1\r\n:1\r\n:1\r\n"
+                                b"~2\r\n+@write\r\n+@tdigest\r\n~0\r\n~2\r\n%3\r\n")
+        assert b"$4\r\ntype\r\n$6\r\nkeynum\r\n$4\r\nspec\r\n%3\r\n" in reply
+
+
 # --- COMMAND LIST
 
 
@@ -221,11 +286,17 @@ def test_command_list_filters(bp, redis_instance):
         b"bf.exists", b"bf.mexists", b"bf.info", b"bf.card", b"bf.debug", b"bf.scandump",
         b"cms.query", b"cms.info", b"cf.exists", b"cf.mexists", b"cf.count", b"cf.compact",
         b"cf.scandump", b"cf.info", b"cf.debug", b"topk.query", b"topk.count", b"topk.list",
-        b"topk.info"}
+        b"topk.info"} | {n for n, (_, writes, _) in TDIGEST_INFO.items() if not writes}
     writes = names(redis_instance.port, "FILTERBY", "ACLCAT", "write")
     assert names(bp.port, "FILTERBY", "ACLCAT", "write") - writes >= {
-        b"topk.reserve", b"topk.add", b"topk.incrby"}
+        b"topk.reserve", b"topk.add", b"topk.incrby", b"tdigest.create", b"tdigest.add",
+        b"tdigest.reset", b"tdigest.merge"}
     assert names(bp.port, "FILTERBY", "PATTERN", "topk.*") == set(TOPK_NAMES)
+    assert names(bp.port, "FILTERBY", "ACLCAT", "tdigest") == set(TDIGEST_NAMES)
+    assert names(bp.port, "FILTERBY", "PATTERN", "TDIGEST.*") == set(TDIGEST_NAMES)
+    fast = names(bp.port, "FILTERBY", "ACLCAT", "fast")
+    assert {n for n in fast if n.startswith(b"tdigest.")} == {
+        n for n, (_, _, f) in TDIGEST_INFO.items() if f}
     assert names(bp.port, "FILTERBY", "PATTERN", "BF.*ADD") == {b"bf.add", b"bf.madd"}
     assert names(bp.port, "FILTERBY", "PATTERN", "get*") == names(
         redis_instance.port, "FILTERBY", "PATTERN", "get*")
@@ -330,6 +401,97 @@ def test_command_docs_topk(bp, redis_instance):
         assert b"$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n2.4.0\r\n" in reply
 
 
+# TDIGEST.* docs: summaries and complexities as RedisBloom's own docs test lists them for the
+# module the proxy follows (tests/flow/test_docs_help.py), since 2.4.0; the arguments' shapes
+# from src/cmd_info/tdigest_info.c.
+TDIGEST_DOCS = {
+    b"tdigest.create": (b"Allocates memory and initializes a new t-digest sketch", b"O(1)"),
+    b"tdigest.add": (b"Adds one or more observations to a t-digest sketch",
+                     b"O(N), where N is the number of samples to add"),
+    b"tdigest.reset": (b"Resets a t-digest sketch: empty the sketch and re-initializes it.",
+                       b"O(1)"),
+    b"tdigest.merge": (b"Merges multiple t-digest sketches into a single sketch",
+                       b"O(N*K), where N is the number of centroids and K being the number of "
+                       b"input sketches"),
+    b"tdigest.min": (b"Returns the minimum observation value from a t-digest sketch", b"O(1)"),
+    b"tdigest.max": (b"Returns the maximum observation value from a t-digest sketch", b"O(1)"),
+    b"tdigest.quantile": (b"Returns, for each input fraction, an estimation of the value "
+                          b"(floating point) that is smaller than the given fraction of "
+                          b"observations", b"O(N) where N is the number of quantiles specified."),
+    b"tdigest.byrank": (b"Returns, for each input rank, an estimation of the value "
+                        b"(floating-point) with that rank",
+                        b"O(N) where N is the number of ranks specified"),
+    b"tdigest.byrevrank": (b"Returns, for each input reverse rank, an estimation of the value "
+                           b"(floating-point) with that reverse rank",
+                           b"O(N) where N is the number of reverse ranks specified."),
+    b"tdigest.rank": (b"Returns, for each input value (floating-point), the estimated rank of the "
+                      b"value (the number of observations in the sketch that are smaller than "
+                      b"the value + half the number of observations that are equal to the value)",
+                      b"O(N) where N is the number of values specified."),
+    b"tdigest.revrank": (b"Returns, for each input value (floating-point), the estimated reverse "
+                         b"rank of the value (the number of observations in the sketch that are "
+                         b"larger than the value + half the number of observations that are "
+                         b"equal to the value)",
+                         b"O(N) where N is the number of values specified."),
+    b"tdigest.cdf": (b"Returns, for each input value, an estimation of the floating-point "
+                     b"fraction of (observations smaller than the given value + half the "
+                     b"observations equal to the given value). Multiple fractions can be "
+                     b"retrieved in a single call.",
+                     b"O(N) where N is the number of values specified."),
+    b"tdigest.trimmed_mean": (b"Returns an estimation of the mean value from the sketch, "
+                              b"excluding observation values outside the low and high cutoff "
+                              b"quantiles", b"O(N) where N is the number of centroids"),
+    b"tdigest.info": (b"Returns information and statistics about a t-digest sketch", b"O(1)"),
+}
+COMPRESSION_BLOCK = [b"name", b"compression_block", b"type", b"block", b"flags", [b"optional"],
+                     b"arguments", [[b"name", b"compression_token", b"type", b"pure-token",
+                                     b"token", b"COMPRESSION"],
+                                    [b"name", b"compression", b"type", b"integer"]]]
+
+
+def test_command_docs_tdigest(bp, redis_instance):
+    docs = parse_resp(one(bp.port, "COMMAND", "DOCS", *TDIGEST_NAMES))[0]
+    assert docs[0::2] == TDIGEST_NAMES
+    by_name = dict(zip(docs[0::2], docs[1::2]))
+    key = [b"name", b"key", b"type", b"key", b"key_spec_index", 0]
+    for name, d in by_name.items():
+        summary, complexity = TDIGEST_DOCS[name]
+        assert d[:10] == [b"summary", summary, b"since", b"2.4.0", b"group", b"module",
+                          b"complexity", complexity, b"module", b"bf"], name
+        assert len(d) == 12 and d[10] == b"arguments", name  # no history
+        if name != b"tdigest.merge":
+            assert d[11][0] == key, name
+    args = {name: d[11][1:] for name, d in by_name.items()}
+    values = [[b"name", b"value", b"type", b"double", b"flags", [b"multiple"]]]
+    assert args[b"tdigest.create"] == [COMPRESSION_BLOCK]
+    assert args[b"tdigest.add"] == args[b"tdigest.rank"] == args[b"tdigest.revrank"] == \
+        args[b"tdigest.cdf"] == values
+    assert args[b"tdigest.quantile"] == [[b"name", b"quantile", b"type", b"double", b"flags",
+                                          [b"multiple"]]]
+    assert args[b"tdigest.byrevrank"] == [[b"name", b"reverse_rank", b"type", b"double", b"flags",
+                                           [b"multiple"]]]
+    assert args[b"tdigest.trimmed_mean"] == [[b"name", b"low_cut_quantile", b"type", b"double"],
+                                             [b"name", b"high_cut_quantile", b"type", b"double"]]
+    for name in (b"tdigest.reset", b"tdigest.min", b"tdigest.max", b"tdigest.info"):
+        assert args[name] == [], name
+    merge = by_name[b"tdigest.merge"][11]
+    assert merge == [
+        [b"name", b"destination-key", b"type", b"key", b"key_spec_index", 0],
+        [b"name", b"numkeys", b"type", b"integer"],
+        [b"name", b"source-key", b"type", b"key", b"key_spec_index", 1, b"flags", [b"multiple"]],
+        COMPRESSION_BLOCK,
+        [b"name", b"override", b"type", b"pure-token", b"token", b"OVERRIDE", b"flags",
+         [b"optional"]]]
+    # ZUNIONSTORE's sources on the same server: a key argument of the second key spec, as MERGE's.
+    zunion = parse_resp(one(redis_instance.port, "COMMAND", "DOCS", "zunionstore"))[0][1]
+    sources = zunion[zunion.index(b"arguments") + 1][2]
+    assert sources[2:] == merge[2][2:]
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        reply = c.call("COMMAND", "DOCS", "tdigest.info")
+        assert reply.startswith(b"%1\r\n$12\r\ntdigest.info\r\n%6\r\n$7\r\nsummary\r\n")
+
+
 # --- COMMAND GETKEYS
 
 
@@ -386,6 +548,46 @@ def test_getkeys_of_topk(bp, proxy, redis_instance):
                cmd("COMMAND", "GETKEYSANDFLAGS", "TOPK.QUERY", "k", "x") +
                cmd("COMMAND", "INFO", "TOPK.ADD") + cmd("COMMAND", "DOCS", "TOPK.ADD"))
     compare_with_redis(forwarding.port, redis_instance, payload, 4)
+
+
+def test_getkeys_of_tdigest(bp, proxy, redis_instance):
+    """TDIGEST.MERGE's keys come from its key specs as Redis reads them: the destination, then
+    numkeys sources (options are no keys); numkeys past the arguments, zero or not a number is
+    Redis's "Invalid arguments", as for ZUNIONSTORE on a plain redis-server."""
+    assert one(bp.port, "COMMAND", "GETKEYS", "tdigest.merge", "d", "3", "a", "b", "c",
+               "OVERRIDE") == b"*4\r\n$1\r\nd\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYSANDFLAGS", "TDIGEST.MERGE", "d", "1", "a",
+               "COMPRESSION", "100") == \
+        b"*2\r\n*2\r\n$1\r\nd\r\n*1\r\n+RW\r\n*2\r\n$1\r\na\r\n*1\r\n+RO\r\n"
+    # The same shape of keys from a core command with the same key specs.
+    (zunion,) = replies_of(redis_instance.port,
+                           cmd("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "3", "a", "b", "c",
+                               "AGGREGATE", "SUM"), 1)
+    assert zunion == b"*4\r\n$1\r\nd\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    (invalid,) = replies_of(redis_instance.port,
+                            cmd("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "5", "a", "b"), 1)
+    assert invalid == b"-ERR Invalid arguments specified for command\r\n"
+    for numkeys in ("5", "4", "0", "-1", "x"):
+        assert one(bp.port, "COMMAND", "GETKEYS", "tdigest.merge", "d", numkeys, "a", "b",
+                   "OVERRIDE") == invalid, numkeys
+    (arity,) = replies_of(redis_instance.port, cmd("COMMAND", "GETKEYS", "GET", "a", "b"), 1)
+    for args in (("TDIGEST.MERGE", "d", "1"), ("TDIGEST.INFO", "t", "x"),
+                 ("tdigest.trimmed_mean", "t", "0.1"), ("TDIGEST.ADD", "t")):
+        assert one(bp.port, "COMMAND", "GETKEYS", *args) == arity, args
+    assert one(bp.port, "COMMAND", "GETKEYS", "TDIGEST.ADD", "t", "1", "2") == b"*1\r\n$1\r\nt\r\n"
+    assert one(bp.port, "COMMAND", "GETKEYSANDFLAGS", "TDIGEST.CREATE", "t", "COMPRESSION",
+               "10") == b"*1\r\n*2\r\n$1\r\nt\r\n*1\r\n+RW\r\n"
+    with Resp3Conn(bp.port) as c:
+        c.hello(3)
+        assert c.call("COMMAND", "GETKEYSANDFLAGS", "TDIGEST.QUANTILE", "t", "0.5") == \
+            b"*1\r\n*2\r\n$1\r\nt\r\n~1\r\n+RO\r\n"
+    # With tdigest-mode forward the upstream answers, as for any command it does not know.
+    forwarding = proxy("--tdigest-mode", "forward")
+    payload = (cmd("COMMAND", "GETKEYS", "TDIGEST.MERGE", "d", "1", "a") +
+               cmd("COMMAND", "GETKEYSANDFLAGS", "TDIGEST.MIN", "k") +
+               cmd("COMMAND", "INFO", "TDIGEST.ADD") + cmd("COMMAND", "DOCS", "TDIGEST.ADD") +
+               cmd("COMMAND", "LIST", "FILTERBY", "ACLCAT", "tdigest"))
+    compare_with_redis(forwarding.port, redis_instance, payload, 5)
 
 
 # --- ACL categories
@@ -453,3 +655,34 @@ def test_acl_rules_name_topk(proxy, tmp_path):
                 c.send(cmd("TOPK.INFO", "t"))
                 assert c.read_reply_raw() == (b"-ERR unknown command 'TOPK.INFO', with args "
                                               b"beginning with: 't' \r\n")
+
+
+def test_acl_rules_name_tdigest(proxy, tmp_path):
+    """@tdigest names the fourteen TDIGEST commands, @read and @write split them as RedisBloom
+    does (the reads that compress a digest are @read too), whether the proxy answers them or
+    forwards them (tdigest-mode): a refused command gets Redis's NOPERM before anything else."""
+    conf = tmp_path / "users.conf"
+    conf.write_text("user notd pw1 +@all -@tdigest\n"
+                    "user tdread pw2 nocommands +@tdigest -@write\n"
+                    "user tdfast pw3 nocommands +@fast\n")
+    noperm = b"-NOPERM this user has no permissions to run the '%s' command\r\n"
+    writes = {n for n, (_, w, _) in TDIGEST_INFO.items() if w} | {b"tdigest.merge"}
+    for mode in ("emulate", "forward"):
+        p = proxy("--config", str(conf), "--tdigest-mode", mode)
+        with p.raw() as c:
+            assert c.command("AUTH", "notd", "pw1") == b"OK"
+            for name in TDIGEST_NAMES:
+                c.send(cmd(name.upper(), "t", "1", "1"))
+                assert c.read_reply_raw() == noperm % name, (mode, name)
+            assert c.command("PING") == b"PONG"
+            assert c.command("AUTH", "tdread", "pw2") == b"OK"
+            for name in TDIGEST_NAMES:
+                c.send(cmd(name, "t", "1", "1"))
+                reply = c.read_reply_raw()
+                assert reply.startswith(b"-NOPERM") == (name in writes), (mode, name, reply)
+            assert c.command("AUTH", "tdfast", "pw3") == b"OK"
+            for name in (b"tdigest.add", b"tdigest.merge", b"tdigest.trimmed_mean"):
+                c.send(cmd(name, "t", "1", "1"))
+                assert c.read_reply_raw() == noperm % name, (mode, name)
+            c.send(cmd("tdigest.info", "t"))
+            assert not c.read_reply_raw().startswith(b"-NOPERM")

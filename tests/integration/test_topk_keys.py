@@ -24,9 +24,9 @@ from bp_helpers import encode_command as cmd, wait_until
 
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
 NOT_SUPPORTED = b"-ERR not supported for this module key\r\n"
-DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch or "
-                b"Top-K sketch is not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, "
-                b"restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
+DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch, Top-K "
+                b"sketch or t-digest is not supported (save a filter with BF.SCANDUMP or "
+                b"CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
 SWEEP = ("--sweep-interval", "1", "--sweep-grace", "1", "--loglevel", "verbose")
 DEADLINE = 60
 # Names with a prefix of each kind: "{name}" for a name without braces, the name itself when it

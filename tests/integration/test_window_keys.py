@@ -30,9 +30,9 @@ from bp_window import HandWindow, live_slots, upstream_ms
 
 OK = b"+OK\r\n"
 WRONGTYPE = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
-DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch or "
-                b"Top-K sketch is not supported (save a filter with BF.SCANDUMP or CF.SCANDUMP, "
-                b"restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
+DUMP_REFUSED = (b"-ERR bloomproxy: DUMP of a Bloom filter, cuckoo filter, count-min sketch, Top-K "
+                b"sketch or t-digest is not supported (save a filter with BF.SCANDUMP or "
+                b"CF.SCANDUMP, restore it with BF.LOADCHUNK or CF.LOADCHUNK)\r\n")
 NAME = "{kw}win"
 OTHER = "{kw}other"
 PLAIN = "{kw}plain"

@@ -16,9 +16,9 @@ import re
 
 from bf_vectors import key_hash_slot
 from bf_vectors import load_cases as load_bf_format
-from bp_helpers import REPO, encode_command
+from bp_helpers import REPO
 from cms_vectors import cut_case, murmur2, strict_int
-from resp3_replay import EXECABORT, with_resp3_replies
+from resp3_replay import expected_in_multi, replay_in_multi_by_table, with_resp3_replies
 
 FIXTURES = REPO / "tests" / "fixtures" / "topk"
 CASES_PATH = FIXTURES / "topk-cases.json"
@@ -38,7 +38,6 @@ WITHCOUNT_ERROR = b"-WITHCOUNT keyword expected\r\n"
 # the module's own argc checks (RESERVE 3 or 6, INCRBY even, LIST <= 3) come at EXEC.
 TABLE_ARITY = {b"TOPK.RESERVE": -3, b"TOPK.ADD": -3, b"TOPK.INCRBY": -4, b"TOPK.QUERY": -3,
                b"TOPK.COUNT": -3, b"TOPK.LIST": -2, b"TOPK.INFO": 2}
-ARITY_PREFIX = b"-ERR wrong number of arguments for "
 
 M32 = 0xFFFFFFFF
 FP_SEED = 1919
@@ -106,43 +105,15 @@ def as_cluster_answers(case):
 
 
 def in_multi_expected(args, reply):
-    """(queued, exec_reply) a client must read for `args` alone in MULTI/EXEC when the command's
-    recorded reply outside MULTI is `reply`: Redis refuses a command failing its table arity
-    while queuing (the refusal, then EXECABORT at EXEC); any other command is +QUEUED and EXEC's
-    one element is the recorded reply."""
-    name = args[0].upper()
-    arity = TABLE_ARITY.get(name)
-    if arity is not None:
-        refused = len(args) != arity if arity > 0 else len(args) < -arity
-    else:
-        refused = reply.startswith(ARITY_PREFIX)
-    if refused:
-        assert reply.startswith(ARITY_PREFIX), (args, reply)
-        return reply, EXECABORT
-    return b"+QUEUED\r\n", b"*1\r\n" + reply
+    """(queued, exec_reply) for `args` alone in MULTI/EXEC (resp3_replay.expected_in_multi with
+    the TOPK command table)."""
+    return expected_in_multi(args, reply, TABLE_ARITY)
 
 
 def replay_in_multi(conn, case, max_report=3):
-    """Each command of `case` alone in MULTI/EXEC on `conn` (a resp3_replay.Resp3Conn to the
-    proxy, either protocol), the case's keys deleted first; every reply is checked against
-    in_multi_expected. Returns a failure message ('' when every reply is byte-identical)."""
-    if case["keys"]:
-        conn.call("DEL", *case["keys"])
-    problems, mismatches = [], 0
-    for i, (args, reply) in enumerate(zip(case["cmds"], case["replies"])):
-        conn.send(encode_command("MULTI") + encode_command(*args) + encode_command("EXEC"))
-        got = tuple(conn.read_reply_raw() for _ in range(3))
-        want = (b"+OK\r\n",) + in_multi_expected(args, reply)
-        if got != want:
-            mismatches += 1
-            if len(problems) < max_report:
-                problems.append(f"  command #{i}: {[a[:40] for a in args[:5]]}\n"
-                                f"    expected: {[w[:300] for w in want]!r}\n"
-                                f"    got:      {[g[:300] for g in got]!r}")
-    if not mismatches:
-        return ""
-    return (f"case {case['name']} inside MULTI: {mismatches} of {len(case['cmds'])} replies "
-            f"differ (first {len(problems)} shown)\n" + "\n".join(problems))
+    """Each command of `case` alone in MULTI/EXEC, checked against in_multi_expected
+    (resp3_replay.replay_in_multi_by_table with the TOPK command table)."""
+    return replay_in_multi_by_table(conn, case, TABLE_ARITY, max_report)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,6 +56,9 @@ TEST(IsInternalKeyTest, EveryKeyTheFiltersBuild) {
       EXPECT_TRUE(IsInternalKey(p + ":tk:" + id + ":" + std::string(key))) << p;
     }
     EXPECT_TRUE(IsInternalKey(filters::TopkMarkerKey(p, name))) << p;
+    // A t-digest's data (the digest itself) and marker.
+    EXPECT_TRUE(IsInternalKey(p + ":td:" + id + ":d")) << p;
+    EXPECT_TRUE(IsInternalKey(filters::TdigestMarkerKey(p, name))) << p;
     // The name itself is the user's.
     EXPECT_FALSE(IsInternalKey(name)) << name;
   }
@@ -108,6 +111,14 @@ TEST(IsInternalKeyTest, LiteralExamples) {
   EXPECT_TRUE(IsInternalKey("app{users}x:tk:0123456789abcdef:i"));
   EXPECT_TRUE(IsInternalKey("{users}:tk:m:users"));
   EXPECT_TRUE(IsInternalKey("{x:tk:m:y}:tk:m:x:tk:m:y"));
+  EXPECT_TRUE(IsInternalKey("{users}:td:0123456789abcdef:d"));
+  EXPECT_TRUE(IsInternalKey("app{users}x:td:0123456789abcdef:d"));
+  EXPECT_TRUE(IsInternalKey("{users}:td:m:users"));
+  EXPECT_TRUE(IsInternalKey("app{users}x:td:m:app{users}x"));
+  EXPECT_TRUE(IsInternalKey("{x:td:m:y}:td:m:x:td:m:y"));
+  // A name that holds another structure's infix: its t-digest's data key and marker.
+  EXPECT_TRUE(IsInternalKey("{a:tk:m:b}:td:0123456789abcdef:d"));
+  EXPECT_TRUE(IsInternalKey("{a:tk:0123456789abcdef:h}:td:m:a:tk:0123456789abcdef:h"));
   // The tag may sit anywhere in the prefix of a data key.
   EXPECT_TRUE(IsInternalKey("a{b}c:bf:0123456789abcdef:0.0"));
   // A name holding ":bf:m:" still has its marker found.
@@ -188,6 +199,24 @@ TEST(IsInternalKeyTest, LookAlikesStayVisible) {
            "{a}:TK:0123456789abcdef:h",
            "{a}:tk:m:b",
            "a:tk:m:a",
+           "users:td:0123456789abcdef:d",
+           "{a}:td:0123456789abcdef:",
+           "{a}:td:0123456789abcdef",
+           "{a}:td:0123456789abcdef:D",
+           "{a}:td:0123456789abcdef:dd",
+           "{a}:td:0123456789abcdef:d:",
+           "{a}:td:0123456789abcdef:d.0",
+           "{a}:td:0123456789abcdef:0",
+           "{a}:td:0123456789abcdef:h",
+           "{a}:td:0123456789abcdef:m",
+           "{a}:td:0123456789ABCDEF:d",
+           "{a}:td:0123456789abcde:d",
+           "{a}:td:0123456789abcdef0:d",
+           "{a}:TD:0123456789abcdef:d",
+           "{a}:td:d",
+           "{a}:td:m:b",
+           "a:td:m:a",
+           "{a}:td:m:",
            // Slots: no tag, no number, a leading zero, a sign, other shapes.
            "users:bf:0123456789abcdef:w5",
            "users:bf:0123456789abcdef:w5:bf:fedcba9876543210:0.0",
@@ -228,11 +257,13 @@ TEST(IsInternalKeyTest, MarkerWithAnotherSlotsTag) {
     ASSERT_TRUE(IsInternalKey(filters::CmsMarkerKey(p, name)));
     ASSERT_TRUE(IsInternalKey(filters::CfMarkerKey(p, name)));
     ASSERT_TRUE(IsInternalKey(filters::TopkMarkerKey(p, name)));
+    ASSERT_TRUE(IsInternalKey(filters::TdigestMarkerKey(p, name)));
     p[1] = p[1] == '0' ? '1' : '0';  // not SlotTag(): the one tag used
     EXPECT_FALSE(IsInternalKey(filters::MarkerKey(p, name))) << p;
     EXPECT_FALSE(IsInternalKey(filters::CmsMarkerKey(p, name))) << p;
     EXPECT_FALSE(IsInternalKey(filters::CfMarkerKey(p, name))) << p;
     EXPECT_FALSE(IsInternalKey(filters::TopkMarkerKey(p, name))) << p;
+    EXPECT_FALSE(IsInternalKey(filters::TdigestMarkerKey(p, name))) << p;
   }
 }
 
@@ -258,6 +289,8 @@ const std::string kTopkShard = "{t}:tk:0123456789abcdef:b.0";
 const std::string kTopkHeap = "{t}:tk:0123456789abcdef:h";
 const std::string kTopkItems = "{t}:tk:0123456789abcdef:i";
 const std::string kTopkMark = "{t}:tk:m:t";
+const std::string kDigest = "{d}:td:0123456789abcdef:d";
+const std::string kDigestMark = "{d}:td:m:d";
 
 TEST(HideInternalKeysTest, Keys) {
   EXPECT_EQ(HideInternalKeys(Keys({"f", kBits, "a", kCount, kMark, "s", kPart}), false),
@@ -267,6 +300,9 @@ TEST(HideInternalKeysTest, Keys) {
   // A Top-K sketch's keys alone (no other structure's infix in the reply).
   EXPECT_EQ(HideInternalKeys(Keys({"t", kTopkShard, kTopkHeap, "a", kTopkItems, kTopkMark}), false),
             Keys({"t", "a"}));
+  // A t-digest's keys alone.
+  EXPECT_EQ(HideInternalKeys(Keys({kDigestMark, "d", "a", kDigest}), false), Keys({"d", "a"}));
+  EXPECT_EQ(HideInternalKeys(Keys({kDigest, kDigestMark}), false), "*0\r\n");
   EXPECT_EQ(HideInternalKeys(Keys({"f", kSlot, kMark, kSlot + ":bf:fedcba9876543210:0:n"}), false),
             Keys({"f"}));
   // Binary keys and look-alikes are kept byte for byte.
@@ -279,7 +315,8 @@ TEST(HideInternalKeysTest, Keys) {
 
 TEST(HideInternalKeysTest, NothingToHide) {
   for (const std::string& frame : {Keys({}), Keys({"a", "b"}), Keys({"a:bf:m:a", "x:cms:y"}),
-                                   Keys({"a:tk:m:a", "{a}:tk:0123456789abcdef:b.01"})}) {
+                                   Keys({"a:tk:m:a", "{a}:tk:0123456789abcdef:b.01"}),
+                                   Keys({"a:td:m:a", "{a}:td:0123456789abcdef:dd"})}) {
     EXPECT_EQ(HideInternalKeys(frame, false), frame);
   }
   EXPECT_EQ(HideInternalKeys(Scan("0", {}), true), Scan("0", {}));
@@ -291,6 +328,7 @@ TEST(HideInternalKeysTest, Scan) {
   EXPECT_EQ(HideInternalKeys(Scan("1234", {kBits, kPart}), true), Scan("1234", {}));
   EXPECT_EQ(HideInternalKeys(Scan("9", {kSlot, "b"}), true), Scan("9", {"b"}));
   EXPECT_EQ(HideInternalKeys(Scan("5", {kTopkMark, "t", kTopkHeap}), true), Scan("5", {"t"}));
+  EXPECT_EQ(HideInternalKeys(Scan("6", {kDigest, "d", kDigestMark}), true), Scan("6", {"d"}));
   // A cursor that looks like an internal key is a cursor, kept as it is.
   EXPECT_EQ(HideInternalKeys(Scan(kBits, {kBits, "a"}), true), Scan(kBits, {"a"}));
 }

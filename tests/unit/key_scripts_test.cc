@@ -69,7 +69,8 @@ TEST(KeyScriptsTest, TypeReadsTheMarkerOnly) {
   const auto r = RequestFor({"type", "users"});
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(TypeScript()), "1", "users",
                                          "{users}:bf:m:users", "{users}:cms:m:users",
-                                         "{users}:cf:m:users", "{users}:tk:m:users"}));
+                                         "{users}:cf:m:users", "{users}:tk:m:users",
+                                         "{users}:td:m:users"}));
   // Names sharing a prefix have markers of their own.
   EXPECT_NE(MarkerKey(DataKeyPrefix("users"), "users"),
             MarkerKey(DataKeyPrefix("{users}"), "{users}"));
@@ -132,12 +133,13 @@ TEST(KeyScriptsTest, WritingScriptsFindMarkersWithoutReading) {
 
 TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtEveryMarker) {
   const auto enc = RequestFor({"OBJECT", "encoding", "users"});
-  ASSERT_EQ(enc.size(), 11u);
+  ASSERT_EQ(enc.size(), 12u);
   EXPECT_EQ(enc[0], "EVAL_RO");
-  EXPECT_EQ(std::vector<std::string>(enc.begin() + 2, enc.begin() + 8),
-            (std::vector<std::string>{"1", "users", "{users}:bf:m:users", "{users}:cms:m:users",
-                                      "{users}:cf:m:users", "{users}:tk:m:users"}));
-  EXPECT_EQ(std::vector<std::string>(enc.begin() + 8, enc.end()),
+  EXPECT_EQ(
+      std::vector<std::string>(enc.begin() + 2, enc.begin() + 9),
+      (std::vector<std::string>{"1", "users", "{users}:bf:m:users", "{users}:cms:m:users",
+                                "{users}:cf:m:users", "{users}:tk:m:users", "{users}:td:m:users"}));
+  EXPECT_EQ(std::vector<std::string>(enc.begin() + 9, enc.end()),
             (std::vector<std::string>{"OBJECT", "encoding", "users"}));
   EXPECT_EQ(RequestFor({"OBJECT", "ENCODING", "users"}, protocol::UpstreamKind::kShardingProxy)[0],
             "EVAL");
@@ -146,9 +148,9 @@ TEST(KeyScriptsTest, ObjectEncodingAndCopyLookAtEveryMarker) {
   EXPECT_FALSE(KeyCommandRequest({"OBJECT", "REFCOUNT", "users"}, &request));
   EXPECT_FALSE(KeyCommandRequest({"OBJECT", "HELP"}, &request));
   const auto copy = RequestFor({"COPY", "a", "b", "REPLACE"});
-  EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 9),
-            (std::vector<std::string>{"6", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a", "{a}:cf:m:a",
-                                      "{a}:tk:m:a"}));
+  EXPECT_EQ(std::vector<std::string>(copy.begin() + 2, copy.begin() + 10),
+            (std::vector<std::string>{"7", "a", "b", "{a}:bf:m:a", "{a}:cms:m:a", "{a}:cf:m:a",
+                                      "{a}:tk:m:a", "{a}:td:m:a"}));
 }
 
 TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
@@ -156,7 +158,8 @@ TEST(KeyScriptsTest, TypeGoesWithEvalBehindAShardingProxy) {
   const auto r = RequestFor({"type", "users"}, protocol::UpstreamKind::kShardingProxy);
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL", std::string(TypeScript()), "1", "users",
                                          "{users}:bf:m:users", "{users}:cms:m:users",
-                                         "{users}:cf:m:users", "{users}:tk:m:users"}));
+                                         "{users}:cf:m:users", "{users}:tk:m:users",
+                                         "{users}:td:m:users"}));
   // The other key commands are the same request either way.
   for (std::vector<std::string_view> args : {std::vector<std::string_view>{"DEL", "a", "b"},
                                              {"UNLINK", "a"},
@@ -219,8 +222,8 @@ TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
   const auto r = RequestFor({"HGET", "users", "f"});
   EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(HashScript(false)), "1", "users",
                                          "{users}:bf:m:users", "{users}:cms:m:users",
-                                         "{users}:cf:m:users", "{users}:tk:m:users", "HGET",
-                                         "users", "f"}));
+                                         "{users}:cf:m:users", "{users}:tk:m:users",
+                                         "{users}:td:m:users", "HGET", "users", "f"}));
   // Writes go with EVAL (held by CLIENT PAUSE WRITE as the write itself), reads with EVAL_RO.
   const std::vector<std::vector<std::string_view>> writes = {
       {"HSET", "k", "f", "v"}, {"hmset", "k", "f", "v"},   {"HSETNX", "k", "f", "v"},
@@ -238,21 +241,21 @@ TEST(KeyScriptsTest, HashCommandsRunWithTheMarkersAsKeys) {
       {"HSCAN", "k", "0", "MATCH", "*", "COUNT", "10"}};
   for (const auto& args : writes) {
     const auto w = RequestFor(args);
-    ASSERT_GE(w.size(), 9u) << args[0];
+    ASSERT_GE(w.size(), 10u) << args[0];
     EXPECT_EQ(w[0], "EVAL") << args[0];
     EXPECT_EQ(w[1], args[0] == "HINCRBY" ? HashIncrByScript() : HashScript(true)) << args[0];
-    EXPECT_EQ(Tail(w, 8), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_EQ(Tail(w, 9), std::vector<std::string>(args.begin(), args.end())) << args[0];
     EXPECT_TRUE(KeyCommandNames(args).empty()) << args[0];
   }
   for (const auto& args : reads) {
     const auto rd = RequestFor(args);
-    ASSERT_GE(rd.size(), 9u) << args[0];
+    ASSERT_GE(rd.size(), 10u) << args[0];
     EXPECT_EQ(rd[0], "EVAL_RO") << args[0];
-    EXPECT_EQ(std::vector<std::string>(rd.begin() + 2, rd.begin() + 8),
+    EXPECT_EQ(std::vector<std::string>(rd.begin() + 2, rd.begin() + 9),
               (std::vector<std::string>{"1", "k", "{k}:bf:m:k", "{k}:cms:m:k", "{k}:cf:m:k",
-                                        "{k}:tk:m:k"}))
+                                        "{k}:tk:m:k", "{k}:td:m:k"}))
         << args[0];
-    EXPECT_EQ(Tail(rd, 8), std::vector<std::string>(args.begin(), args.end())) << args[0];
+    EXPECT_EQ(Tail(rd, 9), std::vector<std::string>(args.begin(), args.end())) << args[0];
     EXPECT_EQ(RequestFor(args, protocol::UpstreamKind::kShardingProxy)[0], "EVAL") << args[0];
   }
   // Wrong arity is Redis's to answer, with the command as sent.
@@ -272,7 +275,7 @@ TEST(KeyScriptsTest, HashCommandsWithMoreArgumentsThanLuaTakes) {
     EXPECT_EQ(KeyCommandRequest(args, &request), cmd != "HSCAN") << cmd;
     if (cmd != "HSCAN") {
       const auto r = RequestFor(args);
-      ASSERT_EQ(r.size(), 8 + args.size()) << cmd;
+      ASSERT_EQ(r.size(), 9 + args.size()) << cmd;
       EXPECT_EQ(r[1], HashInPartsScript(cmd != "HMGET")) << cmd;
     }
   }
@@ -299,13 +302,11 @@ TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
     // arguments.
     const bool writes = s.find("SETRANGE") != std::string_view::npos;
     // The markers come in ARGV, not KEYS (a tracking client would track them): MK holds them.
-    EXPECT_EQ(s.find("local MK = {table.remove(ARGV, 1), table.remove(ARGV, 1), "
-                     "table.remove(ARGV, 1),\n            table.remove(ARGV, 1)}"),
-              1u);
-    EXPECT_LT(
-        s.find(writes ? "if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]) or marked(MK[4]))"
-                      : "call('EXISTS', unpack(MK))"),
-        s.find("call('TYPE', KEYS[1])"));
+    EXPECT_EQ(s.find("local MK = {}\nfor i = 1, 5 do MK[i] = table.remove(ARGV, 1) end\n"), 1u);
+    EXPECT_LT(s.find(writes ? "if (marked(MK[1]) or marked(MK[2]) or marked(MK[3]) or "
+                              "marked(MK[4]) or marked(MK[5]))"
+                            : "call('EXISTS', unpack(MK))"),
+              s.find("call('TYPE', KEYS[1])"));
     // The command runs on the first marker that is a string.
     EXPECT_LT(s.find("for _, m in ipairs(MK) do"), s.find("ARGV[2] = on"));
     EXPECT_LT(s.find("ARGV[2] = on"), s.rfind("redis.pcall("));
@@ -322,10 +323,10 @@ TEST(KeyScriptsTest, HashScriptRunsTheCommandOnTheMarkerOfAStructure) {
 
 TEST(KeyScriptsTest, DumpIsRefusedOnAStructureOnly) {
   const auto r = RequestFor({"DUMP", "users"});
-  EXPECT_EQ(
-      r, (std::vector<std::string>{"EVAL_RO", std::string(DumpScript()), "1", "users",
-                                   "{users}:bf:m:users", "{users}:cms:m:users",
-                                   "{users}:cf:m:users", "{users}:tk:m:users", "DUMP", "users"}));
+  EXPECT_EQ(r, (std::vector<std::string>{"EVAL_RO", std::string(DumpScript()), "1", "users",
+                                         "{users}:bf:m:users", "{users}:cms:m:users",
+                                         "{users}:cf:m:users", "{users}:tk:m:users",
+                                         "{users}:td:m:users", "DUMP", "users"}));
   EXPECT_NE(DumpScript().find("{err = '" + std::string(kDumpRefused) + "'}"),
             std::string_view::npos);
   EXPECT_EQ(kDumpRefused.find('\n'), std::string_view::npos);
@@ -426,10 +427,10 @@ TEST(KeyScriptsTest, TopkIsTheFourthStructure) {
   // What the scripts do with a Top-K's keys (TYPE, DEL, RENAME, MOVE, MEMORY USAGE, ...) is
   // checked where they run, against a real Redis: tests/integration/test_topk_keys.py.
   const auto copy = RequestFor({"COPY", "{t}a", "b", "DB", "1"});
-  ASSERT_EQ(copy.size(), 14u);
-  EXPECT_EQ(copy[2], "6");
+  ASSERT_EQ(copy.size(), 15u);
+  EXPECT_EQ(copy[2], "7");
   EXPECT_EQ(copy[8], "{t}a:tk:m:{t}a");
-  EXPECT_EQ(Tail(copy, 9), (std::vector<std::string>{"COPY", "{t}a", "b", "DB", "1"}));
+  EXPECT_EQ(Tail(copy, 10), (std::vector<std::string>{"COPY", "{t}a", "b", "DB", "1"}));
   // Behind a sharding proxy the fourth marker is still within what it forwards.
   const std::string longest_name(kShardingProxyMaxName, 'n');
   const auto r = RequestFor({"HGET", longest_name, "f"}, protocol::UpstreamKind::kShardingProxy);
@@ -437,6 +438,63 @@ TEST(KeyScriptsTest, TopkIsTheFourthStructure) {
   EXPECT_EQ(r[7], TopkMarkerKey(DataKeyPrefix(longest_name), longest_name));
   const std::vector<std::string_view> views(r.begin(), r.end());
   EXPECT_TRUE(protocol::ShardingProxyForwards(views)) << protocol::ShardingProxyRefusal(views);
+}
+
+// A t-digest is the fifth structure: its marker is the fifth of every marker list the C++ builds
+// (TYPE, OBJECT ENCODING, DUMP, the hash commands) and COPY's seventh key. What the scripts do
+// with a t-digest's keys is checked where they run, against a real Redis:
+// tests/integration/test_tdigest_keys.py.
+TEST(KeyScriptsTest, TdigestIsTheFifthStructure) {
+  EXPECT_EQ(TdigestMarkerKey(DataKeyPrefix("users"), "users"), "{users}:td:m:users");
+  EXPECT_EQ(TdigestMarkerKey(DataKeyPrefix("app{g}x"), "app{g}x"), "app{g}x:td:m:app{g}x");
+  EXPECT_EQ(TdigestMarkerKey(DataKeyPrefix("a}b"), "a}b"), DataKeyPrefix("a}b") + ":td:m:a}b");
+  EXPECT_NE(TdigestMarkerKey(DataKeyPrefix("{users}"), "{users}"),
+            TdigestMarkerKey(DataKeyPrefix("users"), "users"));
+  // Every structure's marker of one name is a key of its own.
+  const std::string p = DataKeyPrefix("d");
+  const std::vector<std::string> markers = {MarkerKey(p, "d"), CmsMarkerKey(p, "d"),
+                                            CfMarkerKey(p, "d"), TopkMarkerKey(p, "d"),
+                                            TdigestMarkerKey(p, "d")};
+  for (size_t i = 0; i < markers.size(); ++i) {
+    for (size_t j = i + 1; j < markers.size(); ++j) EXPECT_NE(markers[i], markers[j]);
+  }
+  // The scripts that look at markers take all five, the t-digest's last, then the command.
+  for (std::vector<std::string_view> args : {std::vector<std::string_view>{"TYPE", "d"},
+                                             {"OBJECT", "ENCODING", "d"},
+                                             {"DUMP", "d"},
+                                             {"HGET", "d", "f"},
+                                             {"HSET", "d", "f", "v"},
+                                             {"HINCRBY", "d", "f", "1"}}) {
+    const auto r = RequestFor(args);
+    ASSERT_GE(r.size(), 9u) << args[0];
+    EXPECT_EQ(std::vector<std::string>(r.begin() + 2, r.begin() + 4),
+              (std::vector<std::string>{"1", "d"}))
+        << args[0];
+    EXPECT_EQ(std::vector<std::string>(r.begin() + 4, r.begin() + 9), markers) << args[0];
+    const std::vector<std::string> command =
+        args[0] == "TYPE" ? std::vector<std::string>{}
+                          : std::vector<std::string>(args.begin(), args.end());
+    EXPECT_EQ(Tail(r, 9), command) << args[0];
+  }
+  // COPY: KEYS are the source, the destination and the source's five markers.
+  const auto copy = RequestFor({"COPY", "{t}d", "e", "REPLACE"});
+  ASSERT_EQ(copy.size(), 14u);
+  EXPECT_EQ(copy[2], "7");
+  EXPECT_EQ(copy[9], "{t}d:td:m:{t}d");
+  EXPECT_EQ(Tail(copy, 10), (std::vector<std::string>{"COPY", "{t}d", "e", "REPLACE"}));
+  // Behind a sharding proxy the fifth marker is still within what it forwards.
+  const std::string longest_name(kShardingProxyMaxName, 'n');
+  for (std::vector<std::string_view> args :
+       {std::vector<std::string_view>{"HGET", longest_name, "f"},
+        {"TYPE", longest_name},
+        {"DUMP", longest_name}}) {
+    const auto r = RequestFor(args, protocol::UpstreamKind::kShardingProxy);
+    ASSERT_GE(r.size(), 9u) << args[0];
+    EXPECT_EQ(r[0], "EVAL") << args[0];
+    EXPECT_EQ(r[8], TdigestMarkerKey(DataKeyPrefix(longest_name), longest_name)) << args[0];
+    const std::vector<std::string_view> views(r.begin(), r.end());
+    EXPECT_TRUE(protocol::ShardingProxyForwards(views)) << protocol::ShardingProxyRefusal(views);
+  }
 }
 
 }  // namespace

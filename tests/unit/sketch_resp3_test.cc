@@ -1,7 +1,7 @@
-// BF.*, CMS.* and TOPK.* replies to a RESP3 client (filters/common/sketch_resp3.h): every recorded
-// RedisBloom RESP2 reply of tests/fixtures/{bf,cms,topk}, rewritten for its command's shape, must
-// be the reply RedisBloom gave the same command after HELLO 3 (<family>-resp3-expected.json),
-// byte for byte. BP_FIXTURES is tests/fixtures.
+// BF.*, CMS.*, TOPK.* and TDIGEST.* replies to a RESP3 client (filters/common/sketch_resp3.h):
+// every recorded RedisBloom RESP2 reply of tests/fixtures/{bf,cms,topk,tdigest}, rewritten for its
+// command's shape, must be the reply RedisBloom gave the same command after HELLO 3
+// (<family>-resp3-expected.json), byte for byte. BP_FIXTURES is tests/fixtures.
 #include "filters/common/sketch_resp3.h"
 
 #include <gtest/gtest.h>
@@ -147,6 +147,84 @@ TEST(SketchResp3, TopkShapes) {
   EXPECT_EQ(ToResp3(Resp3Shape::kTopkInfo, "-TopK: key does not exist\r\n"),
             "-TopK: key does not exist\r\n");
   EXPECT_EQ(ToResp3(Resp3Shape::kTopkUpdate, ":1\r\n"), ":1\r\n");
+}
+
+TEST(SketchResp3, EveryRecordedTdigestReplyBecomesRedisBloomsResp3Reply) {
+  const Tally t = ReplayFamily("tdigest");
+  EXPECT_EQ(t.commands, 2404u);
+  EXPECT_EQ(t.changed, 1268u);
+  // The TDIGEST recordings hold BF.ADD / BF.EXISTS on a Bloom filter and on a digest.
+  EXPECT_EQ(t.shapes, (std::set<Resp3Shape>{Resp3Shape::kBool, Resp3Shape::kInfoMap,
+                                            Resp3Shape::kDouble, Resp3Shape::kDoubleArray}));
+  EXPECT_EQ(t.changed_names,
+            (std::set<std::string>{"TDIGEST.MIN", "TDIGEST.MAX", "TDIGEST.TRIMMED_MEAN",
+                                   "TDIGEST.QUANTILE", "TDIGEST.CDF", "TDIGEST.BYRANK",
+                                   "TDIGEST.BYREVRANK", "TDIGEST.INFO", "BF.ADD", "BF.EXISTS"}));
+}
+
+TEST(SketchResp3, TdigestShapes) {
+  auto shape = [](std::vector<std::string_view> args) { return Resp3ShapeOf(args); };
+  for (std::string_view name : {"TDIGEST.MIN", "tdigest.max", "TDigest.Trimmed_Mean"}) {
+    EXPECT_EQ(shape({name, "t", "0.1", "0.9"}), Resp3Shape::kDouble) << name;
+  }
+  for (std::string_view name :
+       {"TDIGEST.QUANTILE", "TDIGEST.CDF", "tdigest.byrank", "TDIGEST.BYREVRANK"}) {
+    EXPECT_EQ(shape({name, "t", "1"}), Resp3Shape::kDoubleArray) << name;
+  }
+  EXPECT_EQ(shape({"TDIGEST.INFO", "t"}), Resp3Shape::kInfoMap);
+  // Integers, +OK and errors are the same in RESP3.
+  for (std::string_view name : {"TDIGEST.CREATE", "TDIGEST.ADD", "TDIGEST.RESET", "TDIGEST.MERGE",
+                                "TDIGEST.RANK", "TDIGEST.REVRANK", "TDIGEST.NOPE"}) {
+    EXPECT_EQ(shape({name, "t", "1"}), Resp3Shape::kSame) << name;
+  }
+}
+
+TEST(SketchResp3, TdigestDoublesBecomeDoubleFrames) {
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$3\r\nnan\r\n"), ",nan\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$4\r\n-nan\r\n"), ",-nan\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$3\r\ninf\r\n"), ",inf\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$4\r\n-inf\r\n"), ",-inf\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$2\r\n-0\r\n"), ",-0\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$19\r\n0.10000000000000001\r\n"),
+            ",0.10000000000000001\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$24\r\n-1.7976931348623157e+308\r\n"),
+            ",-1.7976931348623157e+308\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "-ERR T-Digest: key does not exist\r\n"),
+            "-ERR T-Digest: key does not exist\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDoubleArray,
+                    "*5\r\n$3\r\nnan\r\n$4\r\n-nan\r\n$3\r\ninf\r\n$4\r\n-inf\r\n$1\r\n3\r\n"),
+            "*5\r\n,nan\r\n,-nan\r\n,inf\r\n,-inf\r\n,3\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDoubleArray, "*0\r\n"), "*0\r\n");
+  // An error inside an array is left alone, and so is a whole error.
+  EXPECT_EQ(ToResp3(Resp3Shape::kDoubleArray, "*3\r\n$3\r\nnan\r\n-ERR odd\r\n$1\r\n1\r\n"),
+            "*3\r\n,nan\r\n-ERR odd\r\n,1\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDoubleArray, "-ERR T-Digest: error parsing quantile\r\n"),
+            "-ERR T-Digest: error parsing quantile\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDoubleArray,
+                    "-WRONGTYPE Operation against a key holding the "
+                    "wrong kind of value\r\n"),
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  // Integers and nulls are not doubles.
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, ":1\r\n"), ":1\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDouble, "$-1\r\n"), "$-1\r\n");
+  EXPECT_EQ(ToResp3(Resp3Shape::kDoubleArray, "*2\r\n:1\r\n$-1\r\n"), "*2\r\n:1\r\n$-1\r\n");
+  // Replies of another form pass as they are.
+  for (std::string_view odd : {"", "+OK\r\n", "*2\r\n$1\r\n1\r\n", "*x\r\n", "*-1\r\n"}) {
+    EXPECT_EQ(ToResp3(Resp3Shape::kDoubleArray, odd), odd) << Show(odd);
+  }
+  for (std::string_view odd : {"", "+OK\r\n", "*1\r\n$1\r\n1\r\n"}) {
+    EXPECT_EQ(ToResp3(Resp3Shape::kDouble, odd), odd) << Show(odd);
+  }
+}
+
+TEST(SketchResp3, TdigestInfoBecomesAMapOfNinePairs) {
+  const std::string pairs =
+      "+Compression\r\n:100\r\n+Capacity\r\n:610\r\n+Merged nodes\r\n:0\r\n"
+      "+Unmerged nodes\r\n:0\r\n+Merged weight\r\n:0\r\n+Unmerged weight\r\n:0\r\n"
+      "+Observations\r\n:0\r\n+Total compressions\r\n:0\r\n+Memory usage\r\n:9840\r\n";
+  EXPECT_EQ(ToResp3(Resp3ShapeOf({"TDIGEST.INFO", "t"}), "*18\r\n" + pairs), "%9\r\n" + pairs);
+  EXPECT_EQ(ToResp3(Resp3ShapeOf({"TDIGEST.INFO", "t"}), "-ERR T-Digest: key does not exist\r\n"),
+            "-ERR T-Digest: key does not exist\r\n");
 }
 
 TEST(SketchResp3, ShapeOfEachCommand) {

@@ -87,6 +87,11 @@ TEST(ParseSweepKeyTest, DataKeysAndTheirOwners) {
     }
     ASSERT_TRUE(ParseSweepKey(TopkMarkerKey(p, name), &k)) << name;
     EXPECT_TRUE(HasOwner(k, name, "tk", "", "")) << name;
+    // A t-digest's data and marker.
+    ASSERT_TRUE(ParseSweepKey(p + ":td:" + std::string(kId) + ":d", &k)) << name;
+    EXPECT_TRUE(HasOwner(k, name, "td", kId, "")) << name;
+    ASSERT_TRUE(ParseSweepKey(TdigestMarkerKey(p, name), &k)) << name;
+    EXPECT_TRUE(HasOwner(k, name, "td", "", "")) << name;
     // The name itself is no internal key.
     EXPECT_FALSE(ParseSweepKey(name, &k)) << name;
   }
@@ -163,6 +168,20 @@ TEST(ParseSweepKeyTest, ExactOwnersOfLiteralKeys) {
   EXPECT_TRUE(HasOwner(k, "users", "tk", "", ""));
   EXPECT_FALSE(ParseSweepKey("{users}:tk:0123456789abcdef:b.01", &k));
   EXPECT_FALSE(ParseSweepKey("users:tk:0123456789abcdef:h", &k));
+  ASSERT_TRUE(ParseSweepKey("{users}:td:0123456789abcdef:d", &k));
+  ASSERT_EQ(k.owners.size(), 2u);
+  EXPECT_TRUE(HasOwner(k, "{users}", "td", kId, ""));
+  EXPECT_TRUE(HasOwner(k, "users", "td", kId, ""));
+  ASSERT_TRUE(ParseSweepKey("app{users}x:td:0123456789abcdef:d", &k));
+  ASSERT_EQ(k.owners.size(), 1u);
+  EXPECT_TRUE(HasOwner(k, "app{users}x", "td", kId, ""));
+  ASSERT_TRUE(ParseSweepKey("{users}:td:m:users", &k));
+  ASSERT_EQ(k.owners.size(), 1u);
+  EXPECT_TRUE(HasOwner(k, "users", "td", "", ""));
+  EXPECT_FALSE(ParseSweepKey("{users}:td:0123456789abcdef:dd", &k));
+  EXPECT_FALSE(ParseSweepKey("{users}:td:0123456789abcdef:0", &k));
+  EXPECT_FALSE(ParseSweepKey("users:td:0123456789abcdef:d", &k));
+  EXPECT_FALSE(ParseSweepKey("{users}:td:m:other", &k));
 }
 
 // A key that reads both as a marker and as a data key is kept if either reading's owner owns
@@ -207,7 +226,15 @@ TEST(ParseSweepKeyTest, AgreesWithIsInternalKey) {
                                    "{a}:tk:0123456789abcdef:0",
                                    "{a}:tk:m:b",
                                    "a:tk:m:a",
-                                   "users:tk:0123456789abcdef:i"};
+                                   "users:tk:0123456789abcdef:i",
+                                   "{a}:td:0123456789abcdef:",
+                                   "{a}:td:0123456789abcdef:D",
+                                   "{a}:td:0123456789abcdef:d0",
+                                   "{a}:td:0123456789ABCDEF:d",
+                                   "{a}:td:m:b",
+                                   "a:td:m:a",
+                                   "users:td:0123456789abcdef:d",
+                                   "{a:td:m:b}:td:0123456789abcdef:d"};
   for (const std::string& name : Names()) {
     const std::string p = DataKeyPrefix(name);
     keys.push_back(BitsKey(p, kId, 0, 0));
@@ -222,6 +249,10 @@ TEST(ParseSweepKeyTest, AgreesWithIsInternalKey) {
       keys.push_back(p + ":tk:" + std::string(kId) + ":" + std::string(key));
     }
     keys.push_back(TopkMarkerKey(p, name));
+    for (std::string_view key : {"d", "h", "0", "d.0"}) {
+      keys.push_back(p + ":td:" + std::string(kId) + ":" + std::string(key));
+    }
+    keys.push_back(TdigestMarkerKey(p, name));
     keys.push_back(p + ":bf:" + std::string(kId) + ":new");
     const std::string slot = SlotName(p, kId, 1176000001);
     keys.push_back(slot);
@@ -262,7 +293,8 @@ TEST(SweepMatchTest, EveryInternalKeyMatches) {
          {BitsKey(p, kId, 0, 3), CountKey(p, kId, 2), MarkerKey(p, name), CmsMarkerKey(p, name),
           CfMarkerKey(p, name), p + ":cf:" + std::string(kId) + ":2.1", TopkMarkerKey(p, name),
           p + ":tk:" + std::string(kId) + ":b.3", p + ":tk:" + std::string(kId) + ":h",
-          p + ":tk:" + std::string(kId) + ":i", p + ":cms:" + std::string(kId) + ":0",
+          p + ":tk:" + std::string(kId) + ":i", TdigestMarkerKey(p, name),
+          p + ":td:" + std::string(kId) + ":d", p + ":cms:" + std::string(kId) + ":0",
           p + ":bf:" + std::string(kId) + ":new", BitsKey(p, kId, 1, 0) + ":" + std::string(kId),
           SlotName(p, kId, 42), BitsKey(SlotName(p, kId, 42), kId, 0, 0),
           CountKey(SlotName(p, kId, 42), kId, 1)}) {
@@ -275,6 +307,11 @@ TEST(SweepMatchTest, EveryInternalKeyMatches) {
   // The match before Top-K let every other structure's keys through, and no Top-K key.
   EXPECT_TRUE(Glob(kSweepMatchBeforeTopk, "{u}:cf:m:u"));
   EXPECT_FALSE(Glob(kSweepMatchBeforeTopk, "{u}:tk:m:u"));
+  // The match before t-digests let every other structure's keys through, and no t-digest key.
+  EXPECT_TRUE(Glob(kSweepMatchBeforeTdigest, "{u}:tk:m:u"));
+  EXPECT_TRUE(Glob(kSweepMatchBeforeTdigest, "{u}:cms:0123456789abcdef:0"));
+  EXPECT_FALSE(Glob(kSweepMatchBeforeTdigest, "{u}:td:m:u"));
+  EXPECT_FALSE(Glob(kSweepMatchBeforeTdigest, "{u}:td:0123456789abcdef:d"));
 }
 
 // Decodes one RESP frame with hiredis, as the proxy does.
@@ -354,9 +391,12 @@ TEST(SweepTraceTest, RecognisesTheSweepsCommands) {
   EXPECT_EQ(RecogniseSweep({"evalsha", "abc", "1", std::string(kSweepLockKey), "o", "1"}),
             SweepTrace::kLock);
   EXPECT_EQ(RecogniseSweep({"scan", "0", "match", std::string(kSweepMatch)}), SweepTrace::kPass);
-  // A proxy of the version before Top-K sketches, during an upgrade.
+  // A proxy of the version before Top-K sketches, or before t-digests, during an upgrade.
   EXPECT_EQ(
       RecogniseSweep({"SCAN", "7", "MATCH", std::string(kSweepMatchBeforeTopk), "COUNT", "100"}),
+      SweepTrace::kPass);
+  EXPECT_EQ(
+      RecogniseSweep({"SCAN", "7", "MATCH", std::string(kSweepMatchBeforeTdigest), "COUNT", "100"}),
       SweepTrace::kPass);
   for (const std::vector<std::string>& other :
        std::vector<std::vector<std::string>>{{},
