@@ -44,6 +44,22 @@ class ScriptPlan : public Plan {
 
 }  // namespace
 
+std::string ScriptNonsense(std::string_view answer) {
+  return Unexpected(Named("EVALSHA"), DescribeFrame(answer));
+}
+
+std::string ScriptStatusReply(std::string_view status, std::string_view wrong_type,
+                              std::string_view missing, std::string_view structure) {
+  constexpr std::string_view kDamaged = "DAMAGED ";
+  if (status == "WRONGTYPE") return std::string(wrong_type);
+  if (status == "MISSING") return std::string(missing);
+  if (status.substr(0, kDamaged.size()) == kDamaged) {
+    return Unexpected(Named("EVALSHA"), std::string(structure) + " is damaged: " +
+                                            std::string(status.substr(kDamaged.size())));
+  }
+  return {};
+}
+
 std::unique_ptr<Plan> MakeScriptPlan(AppendScriptCall append, FoldScriptAnswer fold) {
   return std::make_unique<ScriptPlan>(std::move(append), std::move(fold));
 }

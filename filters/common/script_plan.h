@@ -25,4 +25,14 @@ using FoldScriptAnswer = std::function<std::string(
 
 std::unique_ptr<Plan> MakeScriptPlan(AppendScriptCall append, FoldScriptAnswer fold);
 
+// The client's error for a script answer that makes no sense: the unexpected-reply error, never a
+// made-up reply.
+std::string ScriptNonsense(std::string_view answer);
+
+// The reply for a structure script's status that says what the name holds: WRONGTYPE ->
+// `wrong_type`, MISSING -> `missing`, "DAMAGED <why>" -> the unexpected-reply error naming
+// `structure` ("the t-digest") and why. Empty for any other status.
+std::string ScriptStatusReply(std::string_view status, std::string_view wrong_type,
+                              std::string_view missing, std::string_view structure);
+
 }  // namespace bloomproxy::filters

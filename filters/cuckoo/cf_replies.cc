@@ -7,27 +7,16 @@
 #include <string>
 
 #include "filters/common/plan_requests.h"
+#include "filters/common/script_plan.h"
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-constexpr std::string_view kDamaged = "DAMAGED ";
-
-std::string Nonsense(std::string_view answer) {
-  return Unexpected(Named("EVALSHA"), DescribeFrame(answer));
-}
-
 // The reply for a status that is not the command's success: what the name holds, or a damaged
 // filter. `missing` is the command's reply for a free name.
 std::string StatusReply(std::string_view status, std::string_view missing) {
-  if (status == "WRONGTYPE") return std::string(kCfErrWrongType);
-  if (status == "MISSING") return std::string(missing);
-  if (status.substr(0, kDamaged.size()) == kDamaged) {
-    return Unexpected(Named("EVALSHA"), "the cuckoo filter is damaged: " +
-                                            std::string(status.substr(kDamaged.size())));
-  }
-  return {};
+  return ScriptStatusReply(status, kCfErrWrongType, missing, "the cuckoo filter");
 }
 
 // An item's result from cf_insert.lua as a single reply (CF.ADD, CF.ADDNX).
@@ -133,7 +122,7 @@ std::string EndOfDump() { return "*2\r\n:0\r\n$-1\r\n"; }
 
 std::string FieldsReply(const CfRequest& request, const redisReply* r, std::string_view answer) {
   CfHeader h;
-  if (!HeaderOf(r, &h)) return Nonsense(answer);
+  if (!HeaderOf(r, &h)) return ScriptNonsense(answer);
   if (request.command == CfCommand::kInfo) return InfoReply(h);
   std::string out;
   if (request.command == CfCommand::kDebug) {
@@ -150,10 +139,10 @@ std::string FieldsReply(const CfRequest& request, const redisReply* r, std::stri
 std::string ChunkReply(const redisReply* r, std::string_view answer) {
   if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
       r->element[0]->type != REDIS_REPLY_INTEGER) {
-    return Nonsense(answer);
+    return ScriptNonsense(answer);
   }
   if (r->element[0]->integer == 0 && r->elements == 1) return EndOfDump();
-  if (r->elements != 2 || r->element[1]->type != REDIS_REPLY_STRING) return Nonsense(answer);
+  if (r->elements != 2 || r->element[1]->type != REDIS_REPLY_STRING) return ScriptNonsense(answer);
   std::string out;
   protocol::AppendArrayHeader(&out, 2);
   protocol::AppendInteger(&out, r->element[0]->integer);
@@ -188,14 +177,14 @@ std::string StatusAnswer(const CfRequest& request, std::string_view status,
       break;
   }
   std::string reply = StatusReply(status, kCfErrNotFound);
-  return reply.empty() ? Nonsense(answer) : reply;
+  return reply.empty() ? ScriptNonsense(answer) : reply;
 }
 
 }  // namespace
 
 std::string CfReply(const CfRequest& request, std::string_view answer, const redisReply* r) {
   if (!answer.empty() && answer[0] == '-') return UpstreamError(answer, Named("EVALSHA"));
-  if (r == nullptr) return Nonsense(answer);
+  if (r == nullptr) return ScriptNonsense(answer);
   if (r->type == REDIS_REPLY_STATUS) return StatusAnswer(request, Str(r), answer);
   std::vector<PlanMember> one = {{0, request.items.size(), false}};
   switch (request.command) {
@@ -216,14 +205,14 @@ std::string CfReply(const CfRequest& request, std::string_view answer, const red
       if (r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1)) {
         return Integer(r->integer);
       }
-      return Nonsense(answer);
+      return ScriptNonsense(answer);
     case CfCommand::kInfo:
     case CfCommand::kDebug:
       return FieldsReply(request, r, answer);
     case CfCommand::kScanDump:
       return request.iterator == 0 ? FieldsReply(request, r, answer) : ChunkReply(r, answer);
     default:
-      return Nonsense(answer);
+      return ScriptNonsense(answer);
   }
 }
 
@@ -235,12 +224,12 @@ namespace {
 std::string WholeBatchReply(std::string_view answer, const redisReply* decoded,
                             std::string_view missing) {
   if (!answer.empty() && answer[0] == '-') return UpstreamError(answer, Named("EVALSHA"));
-  if (decoded == nullptr) return Nonsense(answer);
+  if (decoded == nullptr) return ScriptNonsense(answer);
   if (decoded->type == REDIS_REPLY_STATUS) {
     std::string reply = StatusReply(Str(decoded), missing);
-    return reply.empty() ? Nonsense(answer) : reply;
+    return reply.empty() ? ScriptNonsense(answer) : reply;
   }
-  if (decoded->type != REDIS_REPLY_ARRAY) return Nonsense(answer);
+  if (decoded->type != REDIS_REPLY_ARRAY) return ScriptNonsense(answer);
   return {};
 }
 
@@ -252,11 +241,11 @@ std::vector<std::string> CfInsertReplies(std::string_view answer, const redisRep
   std::string all = WholeBatchReply(answer, decoded, kCfErrNotFound);
   if (all.empty() &&
       (decoded->elements < members.size() || decoded->elements > members.size() + 1)) {
-    all = Nonsense(answer);  // (the filter's fields may follow the members')
+    all = ScriptNonsense(answer);  // (the filter's fields may follow the members')
   }
   for (size_t m = 0; m < members.size(); ++m) {
     out[m] = all.empty() ? InsertMemberReply(decoded->element[m], members[m].multi) : all;
-    if (out[m].empty()) out[m] = Nonsense(answer);
+    if (out[m].empty()) out[m] = ScriptNonsense(answer);
   }
   return out;
 }
@@ -269,7 +258,7 @@ std::vector<std::string> CfCheckReplies(std::string_view answer, const redisRepl
     out[m] = all.empty()
                  ? CheckMemberReply(decoded, members[m].start, members[m].count, members[m].multi)
                  : all;
-    if (out[m].empty()) out[m] = Nonsense(answer);
+    if (out[m].empty()) out[m] = ScriptNonsense(answer);
   }
   return out;
 }

@@ -4,33 +4,22 @@
 #include <cstring>
 
 #include "filters/common/plan_requests.h"
+#include "filters/common/script_plan.h"
 #include "filters/tdigest/tdigest.h"
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters {
 namespace {
 
-constexpr std::string_view kDamaged = "DAMAGED ";
 constexpr size_t kHeaderBytes = 56;
-
-std::string Nonsense(std::string_view answer) {
-  return Unexpected(Named("EVALSHA"), DescribeFrame(answer));
-}
 
 // The reply for an answer that is not the command's success: the upstream's error, what the name
 // holds, a damaged digest, or nonsense. Empty for any other status, and for an array.
 std::string FailureReply(std::string_view answer, const redisReply* r) {
   if (!answer.empty() && answer[0] == '-') return UpstreamError(answer, Named("EVALSHA"));
   if (r != nullptr && r->type == REDIS_REPLY_ARRAY) return {};
-  if (r == nullptr || r->type != REDIS_REPLY_STATUS) return Nonsense(answer);
-  const std::string_view status = Str(r);
-  if (status == "WRONGTYPE") return std::string(kTdigestErrWrongType);
-  if (status == "MISSING") return std::string(kTdigestErrKeyMissing);
-  if (status.substr(0, kDamaged.size()) == kDamaged) {
-    return Unexpected(Named("EVALSHA"),
-                      "the t-digest is damaged: " + std::string(status.substr(kDamaged.size())));
-  }
-  return {};
+  if (r == nullptr || r->type != REDIS_REPLY_STATUS) return ScriptNonsense(answer);
+  return ScriptStatusReply(Str(r), kTdigestErrWrongType, kTdigestErrKeyMissing, "the t-digest");
 }
 
 std::string Status(const redisReply* r) {
@@ -91,13 +80,13 @@ bool ParseTdigestHeader(std::string_view bytes, TdigestHeader* out) {
 std::string TdigestCreateReply(const std::string& error, std::string_view answer,
                                const redisReply* decoded) {
   // tdigest_create.lua never answers MISSING (nor does RedisBloom's CREATE say so).
-  if (Status(decoded) == "MISSING") return Nonsense(answer);
+  if (Status(decoded) == "MISSING") return ScriptNonsense(answer);
   if (std::string failure = FailureReply(answer, decoded); !failure.empty()) return failure;
   const std::string status = Status(decoded);
   if (status == "EXISTS") return std::string(kTdigestErrKeyExists);
   if (status == "FREE" && !error.empty()) return error;
   if (status == "OK" && error.empty()) return "+OK\r\n";
-  return Nonsense(answer);
+  return ScriptNonsense(answer);
 }
 
 std::string TdigestCheckReply(TdigestCommand command, const std::string& error,
@@ -105,13 +94,13 @@ std::string TdigestCheckReply(TdigestCommand command, const std::string& error,
   if (command == TdigestCommand::kMerge && Status(decoded) == "MISSING") return error;
   if (std::string failure = FailureReply(answer, decoded); !failure.empty()) return failure;
   if (Status(decoded) == "OK") return error;
-  return Nonsense(answer);
+  return ScriptNonsense(answer);
 }
 
 std::string TdigestResetReply(std::string_view answer, const redisReply* decoded) {
   if (std::string failure = FailureReply(answer, decoded); !failure.empty()) return failure;
   if (Status(decoded) == "OK") return "+OK\r\n";
-  return Nonsense(answer);
+  return ScriptNonsense(answer);
 }
 
 std::vector<std::string> TdigestAddReplies(std::string_view answer, const redisReply* decoded,
@@ -119,7 +108,7 @@ std::vector<std::string> TdigestAddReplies(std::string_view answer, const redisR
   *shared = FailureReply(answer, decoded);
   if (!shared->empty()) return {};
   if (decoded == nullptr || decoded->type != REDIS_REPLY_ARRAY || decoded->elements != commands) {
-    *shared = Nonsense(answer);
+    *shared = ScriptNonsense(answer);
     return {};
   }
   std::vector<std::string> out;
@@ -127,7 +116,7 @@ std::vector<std::string> TdigestAddReplies(std::string_view answer, const redisR
     const redisReply* e = decoded->element[i];
     // 1: every value added; 0: "overflow detected"; anything else makes no sense.
     if (e->type != REDIS_REPLY_INTEGER || (e->integer != 0 && e->integer != 1)) {
-      *shared = Nonsense(answer);
+      *shared = ScriptNonsense(answer);
       return {};
     }
     out.push_back(e->integer == 1 ? std::string("+OK\r\n") : std::string(kTdigestErrOverflow));
@@ -143,7 +132,7 @@ std::string TdigestReadReply(const TdigestRequest& request, std::string_view ans
       decoded->element[0]->type != REDIS_REPLY_STRING ||
       decoded->element[1]->type != REDIS_REPLY_STRING ||
       !ParseTdigestHeader(Str(decoded->element[0]), &h)) {
-    return Nonsense(answer);
+    return ScriptNonsense(answer);
   }
   const std::string_view results = Str(decoded->element[1]);
   // MIN and MAX are NaN unless the digest holds an observation (td_size > 0).
@@ -166,7 +155,7 @@ std::string TdigestReadReply(const TdigestRequest& request, std::string_view ans
                                          request.command == TdigestCommand::kByRevRank
                                      ? request.ranks.size()
                                      : request.values.size());
-  if (results.size() % 8 != 0 || n != expected) return Nonsense(answer);
+  if (results.size() % 8 != 0 || n != expected) return ScriptNonsense(answer);
   if (request.command == TdigestCommand::kTrimmedMean) {
     return TdigestDoubleReply(DoubleAt(results, 0), false);
   }
@@ -188,7 +177,7 @@ std::string TdigestMergeReply(std::string_view answer, const redisReply* decoded
   if (status == "OK") return "+OK\r\n";
   if (status == "ALLOC") return std::string(kTdigestErrMergeAllocation);
   if (status == "OVERFLOW") return std::string(kTdigestErrOverflow);
-  return Nonsense(answer);
+  return ScriptNonsense(answer);
 }
 
 }  // namespace bloomproxy::filters

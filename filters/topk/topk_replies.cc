@@ -6,31 +6,21 @@
 #include <cstdint>
 
 #include "filters/common/plan_requests.h"
+#include "filters/common/script_plan.h"
 #include "protocol/encoder.h"
 
 namespace bloomproxy::filters {
 namespace {
-
-constexpr std::string_view kDamaged = "DAMAGED ";
-
-std::string Nonsense(std::string_view answer) {
-  return Unexpected(Named("EVALSHA"), DescribeFrame(answer));
-}
 
 // The reply for an answer that is not the command's success: the upstream's error, what the
 // name holds, a damaged sketch, or nonsense. Empty when the answer is an array (success).
 std::string FailureReply(std::string_view answer, const redisReply* r) {
   if (!answer.empty() && answer[0] == '-') return UpstreamError(answer, Named("EVALSHA"));
   if (r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements >= 1) return {};
-  if (r == nullptr || r->type != REDIS_REPLY_STATUS) return Nonsense(answer);
-  const std::string_view status = Str(r);
-  if (status == "WRONGTYPE") return std::string(kTopkErrWrongType);
-  if (status == "MISSING") return std::string(kTopkErrKeyMissing);
-  if (status.substr(0, kDamaged.size()) == kDamaged) {
-    return Unexpected(Named("EVALSHA"), "the Top-K sketch is damaged: " +
-                                            std::string(status.substr(kDamaged.size())));
-  }
-  return Nonsense(answer);
+  if (r == nullptr || r->type != REDIS_REPLY_STATUS) return ScriptNonsense(answer);
+  std::string reply =
+      ScriptStatusReply(Str(r), kTopkErrWrongType, kTopkErrKeyMissing, "the Top-K sketch");
+  return reply.empty() ? ScriptNonsense(answer) : reply;
 }
 
 // One member's element of topk_add.lua's answer: an expelled item or a null per applied item.
@@ -138,7 +128,7 @@ std::vector<std::string> TopkAddReplies(std::string_view answer, const redisRepl
   std::string failure = FailureReply(answer, decoded);
   if (failure.empty() &&
       (decoded->elements != members.size() + 1 || TopkAnswerFields(decoded) == nullptr)) {
-    failure = Nonsense(answer);
+    failure = ScriptNonsense(answer);
   }
   std::vector<std::string> out;
   if (!failure.empty()) {
@@ -147,7 +137,7 @@ std::vector<std::string> TopkAddReplies(std::string_view answer, const redisRepl
   }
   for (size_t m = 0; m < members.size(); ++m) {
     std::string reply = AddMemberReply(decoded->element[m], members[m]);
-    out.push_back(reply.empty() ? Nonsense(answer) : std::move(reply));
+    out.push_back(reply.empty() ? ScriptNonsense(answer) : std::move(reply));
   }
   return out;
 }
@@ -157,7 +147,7 @@ std::string TopkReadReply(const TopkRequest& request, std::string_view answer,
   std::string failure = FailureReply(answer, decoded);
   if (!failure.empty()) return failure;
   const redisReply* fields = TopkAnswerFields(decoded);
-  if (decoded->elements != 2 || fields == nullptr) return Nonsense(answer);
+  if (decoded->elements != 2 || fields == nullptr) return ScriptNonsense(answer);
   const redisReply* results = decoded->element[0];
   std::string reply;
   switch (request.command) {
@@ -174,7 +164,7 @@ std::string TopkReadReply(const TopkRequest& request, std::string_view answer,
     default:
       break;
   }
-  return reply.empty() ? Nonsense(answer) : reply;
+  return reply.empty() ? ScriptNonsense(answer) : reply;
 }
 
 std::string TopkReserveReply(std::string_view refusal, std::string_view answer) {
@@ -182,7 +172,7 @@ std::string TopkReserveReply(std::string_view refusal, std::string_view answer) 
   if (answer == "+EXISTS\r\n") return std::string(kTopkErrKeyExists);
   if (answer == "+FREE\r\n" && !refusal.empty()) return std::string(refusal);
   if (answer == "+OK\r\n" && refusal.empty()) return "+OK\r\n";
-  return Nonsense(answer);
+  return ScriptNonsense(answer);
 }
 
 }  // namespace bloomproxy::filters
